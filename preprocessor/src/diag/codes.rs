@@ -1,0 +1,130 @@
+//! The catalogue of diagnostic codes. Codes are stable: a code is never reused for another
+//! meaning. Each has a one-line title and a long explanation (`mdbook-fkc explain FKCnnnn`); the
+//! book's diagnostics index shows a contract that triggers each one.
+
+macro_rules! codes {
+    ($( $variant:ident = $code:literal, $title:literal, $explanation:literal; )*) => {
+        /// A stable diagnostic code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code { $( $variant, )* }
+
+        impl Code {
+            /// Every code, in catalogue order.
+            pub const ALL: &'static [Code] = &[ $( Code::$variant, )* ];
+
+            /// The code as written: `FKC0104`.
+            pub fn as_str(self) -> &'static str {
+                match self { $( Code::$variant => $code, )* }
+            }
+
+            /// A one-line title.
+            pub fn title(self) -> &'static str {
+                match self { $( Code::$variant => $title, )* }
+            }
+
+            /// The long explanation shown by `mdbook-fkc explain`.
+            pub fn explanation(self) -> &'static str {
+                match self { $( Code::$variant => $explanation, )* }
+            }
+        }
+    };
+}
+
+codes! {
+    MissingFrontMatter = "FKC0001", "a chapter with contracts has no FKC front matter",
+        "Every chapter that holds ```fkc fences starts with a YAML front matter between two `---` lines:\n\n    ---\n    fkc_version: 1\n    provider:\n      name: my-backend\n      backend: Cpu\n      kernel_source: \"my-source\"\n      link_registry: my_crate::fkc::ENTRY_POINTS\n      revision_base: \"git:0123abcd\"\n    ---\n\nThe provider names the crate whose link registry the contracts resolve against.";
+    UnsupportedVersion = "FKC0002", "unsupported fkc_version",
+        "The front matter's `fkc_version` must be 1, the only version this preprocessor understands. A document written for a later version needs a later mdbook-fkc.";
+    UnknownFenceAttribute = "FKC0003", "unknown fence attribute",
+        "A contract fence's info string may carry `should_fail=CODE` (or several codes joined by `+`), which marks a contract that must fail with exactly those codes. Any other attribute is an error, so a typo cannot silently turn a check off.";
+    ExpectationNotMet = "FKC0004", "a fence marked should_fail did not fail as expected",
+        "A fence written ```fkc,should_fail=FKC0104 must produce exactly the listed codes (as rustdoc's compile_fail). It passed, or it failed with other codes. Fix the example or the list of codes.";
+    YamlSyntax = "FKC0101", "the YAML is not well-formed",
+        "The fence body (or the front matter) is not valid YAML. Common causes: a tab used for indentation (YAML allows spaces only), a missing space after `:`, an unclosed quote or bracket, or nesting that lost its indentation. The caret points where the YAML parser stopped.";
+    YamlBudget = "FKC0102", "the YAML exceeds a resource budget",
+        "Contracts are small. To keep `mdbook serve` responsive on hostile or accidental input, parsing stops at fixed budgets: alias expansion (billion-laughs), nesting depth, node count and total scalar size. Split or simplify the document.";
+    NotAMapping = "FKC0103", "a contract must be a YAML mapping",
+        "The body of a ```fkc fence is a YAML mapping of contract fields (`kernel:`, `op_kind:`, …). An empty fence, a scalar or a sequence at the top is not a contract.";
+    UnknownField = "FKC0104", "unknown field",
+        "Every field of the FKC format is listed in the format reference. An unknown field is an error (not ignored) because a misspelt field would otherwise silently make a claim go unchecked. The help line suggests the closest known field.";
+    MissingField = "FKC0105", "a required field is missing",
+        "Some fields must always be authored (for example `kernel`, `accept.inputs`, `return.outputs`). Write `~` for a field you deliberately leave unauthored where the format allows it.";
+    WrongType = "FKC0106", "a field has the wrong type",
+        "The field's value has the wrong YAML type: for example a list where a mapping is expected, or a string where an integer is expected.";
+    InvalidValue = "FKC0107", "a field has a value outside its allowed set",
+        "The value has the right type but is not one of the values the format allows, for example a dtype `F8` (allowed: F32, F64, BF16, F16) or a layout flag `maybe` (allowed: required, accepted, rejected).";
+    DuplicateName = "FKC0108", "a name is declared twice",
+        "Input, output and op-param names must be unique within a contract, because expressions refer to them by name.";
+    ExprSyntax = "FKC0201", "the expression does not parse",
+        "Constraints, rules, cost and memory formulas are written in the FKC expression language: integers, names (`groups`, `stride[0]`, `x.dim[1]`, `dtype_bytes`), `+ - * / %` (floor division), comparisons, `&& || !`, parentheses, tuples and the functions `divisible`, `min`, `max`. The caret points at the column inside the expression where parsing stopped.";
+    ExprUnknownName = "FKC0202", "a name in an expression does not bind",
+        "Every name in an expression must bind to an op-param field of the contract (`groups`, `stride`), an input or output (`x.dim[1]`, `out.dim[2]`), `dtype_bytes`, or a named predicate (`depthwise`). The help line suggests the closest name in scope.";
+    ExprType = "FKC0203", "an expression has the wrong type",
+        "Arithmetic needs integers, `&&`/`||`/`!` need booleans, a constraint or `when` must be a boolean and a formula an integer. Tuples (such as `stride`) are indexed: `stride[0]`.";
+    ExprIndex = "FKC0204", "an index is out of range",
+        "`x.dim[i]` needs `i` below the operand's declared rank, and a tuple field such as `stride` has two elements (`stride[0]`, `stride[1]`).";
+    ExprBudget = "FKC0205", "an expression exceeds a size or nesting budget",
+        "Expressions are bounded in length and nesting depth so that hostile input cannot exhaust the stack or the build's time. Simplify the expression.";
+    AmbiguousSameAs = "FKC0206", "`same_as=` is ambiguous on an operand of rank greater than 1",
+        "`same_as=EXPR` is shorthand for `OPERAND.dim[0] == EXPR` and is only defined on rank-1 operands. On a rank-4 operand it is ambiguous: the seed's conv_transpose2d means `weight.dim[0] == x.dim[1]` while conv2d_simple means `kernel.dim[1] == x.dim[1]`. Write the comparison out, naming the dimension.";
+    BadRule = "FKC0207", "a rule is not one the format defines",
+        "`dtype_rule` is `passthrough(INPUT)`; `shape_rule` is `conv2d(params)`, `conv_transpose2d(params)` (whose variant must match `op_params.variant`), or `from_params(NAME=EXPR, …)` with one integer expression per output dimension (as many as the output's rank, when it is declared).";
+    UnknownOpKind = "FKC0301", "op_kind is not a real OpKind",
+        "A registrable contract's `op_kind` must name a variant of the provider's `OpKind` dispatch enum. A kernel with no dispatch carrier yet is documented with `registrable: false` (describe-only) until its carrier lands.";
+    BadOpParamsVariant = "FKC0302", "op_params.variant is not a real OpParams variant",
+        "A registrable contract's `op_params.variant` must name a variant of the provider's `OpParams` carrier (the importer's BadOpParamsVariant error). Mark the contract `registrable: false` until the variant exists.";
+    OpParamsMismatch = "FKC0303", "the declared op-param fields differ from the variant's real fields",
+        "The fields under `op_params.fields` must be exactly the fields of the real OpParams variant, each with the same kind (`usize`, `(usize, usize)`, `[usize; 4]`). A missing, extra or differently typed field means the contract documents a different ABI from the one dispatched.";
+    EntryPointUnresolved = "FKC0304", "an entry point does not resolve in the link registry",
+        "`entry_point` names the symbol for the first declared dtype's suffix (`…_f32`); the importer derives one symbol per declared dtype by replacing the suffix (`…_f64`, `…_bf16`, `…_f16`) and looks each up in the provider's link registry. A declared dtype without a symbol is a dtype the backend does not ship.";
+    ProviderMismatch = "FKC0305", "the contract disagrees with its provider",
+        "A contract's `backend` and `kernel_source` must equal the front matter provider's, and its entry points must live in the provider's crate.";
+    UnknownRegistry = "FKC0306", "the provider's link registry is not known",
+        "`provider.link_registry` must name a registry linked into this preprocessor (for this book: `fuel_reference_backend::fkc::ENTRY_POINTS`).";
+    DuplicateKernel = "FKC0307", "a kernel name is used by two contracts",
+        "Kernel names are unique across the book: the registry, the inventory and cross-references find a contract by its name.";
+    RevisionHashMismatch = "FKC0308", "kernel_revision_hash differs from the computed hash",
+        "`kernel_revision_hash: auto` is computed from the provider's `revision_base`, the kernel name and the canonical contract. An authored hash must equal that computed value; write `auto` to let the preprocessor compute it.";
+    OpKindVariantMismatch = "FKC0309", "op_kind and op_params.variant name different carriers",
+        "A registrable contract's `op_kind` and `op_params.variant` must belong together: the OpParams variant is the carrier of that OpKind.";
+    DescribeOnly = "FKC0310", "describe-only contract: the importer refuses to register it",
+        "A `registrable: false` contract is parsed and validated but not registered. The importer's refusal (unknown OpKind or BadOpParamsVariant) is shown beside it; this is a note, not an error.";
+    NotRegistrableWithoutCarrier = "FKC0311", "a registrable contract has no dispatch carrier",
+        "A contract without `registrable: false` is registrable and needs `op_kind` and `op_params.variant`. Declare them, or mark the contract describe-only.";
+}
+
+impl Code {
+    /// Looks a code up by its written form (case-insensitive).
+    pub fn parse(text: &str) -> Option<Code> {
+        Code::ALL
+            .iter()
+            .copied()
+            .find(|code| code.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_and_well_formed() {
+        let mut seen = HashSet::new();
+        for code in Code::ALL {
+            let text = code.as_str();
+            assert!(seen.insert(text), "{text} is used twice");
+            assert!(text.starts_with("FKC") && text.len() == 7, "{text}");
+            assert!(!code.title().is_empty() && !code.explanation().is_empty());
+            assert_eq!(Code::parse(text), Some(*code));
+        }
+        assert_eq!(Code::parse("fkc0104"), Some(Code::UnknownField));
+        assert_eq!(Code::parse("FKC9999"), None);
+    }
+}

@@ -1,0 +1,7 @@
+//! mdbook-fkc
+
+pub mod expr;
+pub mod chapter;
+pub mod diag;
+pub mod source;
+pub mod yaml;
