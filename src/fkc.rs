@@ -1,0 +1,215 @@
+//! The link registry: `fkc::ENTRY_POINTS`, symbol → [`KernelRef`], one symbol per kernel and
+//! dtype actually supported.
+//!
+//! A contract's `entry_point: "fuel_reference_backend::ops::conv2d_f32"` resolves here. Each
+//! [`KernelRef`] says which kernel and dtype the symbol runs, its `OpKind` (none for the
+//! describe-only `conv2d_simple` and `max_pool2d`), its operands, outputs and parameter fields,
+//! and holds the function to call — the real `ops::*` function of that name. Calling it: operands
+//! in `inputs` order (`None` for an absent optional one), parameters by name; fields with a
+//! `shape_of` may be omitted and are then filled from the operands and the computed output.
+
+use crate::dispatch::{
+    CONV_TRANSPOSE2D_FIELDS, CONV2D_FIELDS, FieldDesc, OpKind, ParamKind, ParamValues,
+};
+use crate::dtype::DType;
+use crate::error::ExecError;
+use crate::tensor::AnyTensor;
+use crate::view::Operand;
+
+/// The path of [`ENTRY_POINTS`], as a contract's front matter names it.
+pub const REGISTRY_PATH: &str = "fuel_reference_backend::fkc::ENTRY_POINTS";
+
+/// One operand of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperandDesc {
+    /// Name, as contracts spell it (`"x"`, `"weight"`, `"bias"`, `"kernel"`).
+    pub name: &'static str,
+    /// Required rank. For `contiguize` (`any_rank`), the rank of the conv operands it serves.
+    pub rank: usize,
+    /// May be passed as `None`.
+    pub optional: bool,
+    /// Accepts any rank (only `contiguize`'s input).
+    pub any_rank: bool,
+}
+
+const fn operand(name: &'static str, rank: usize) -> OperandDesc {
+    OperandDesc {
+        name,
+        rank,
+        optional: false,
+        any_rank: false,
+    }
+}
+
+/// `conv2d` operands: `x [N, Cin, H, W]`, `weight [Cout, Cin/groups, Kh, Kw]`, optional `bias [Cout]`.
+pub const CONV2D_INPUTS: &[OperandDesc] = &[
+    operand("x", 4),
+    operand("weight", 4),
+    OperandDesc {
+        optional: true,
+        ..operand("bias", 1)
+    },
+];
+
+/// `conv_transpose2d` operands: `x [N, Cin, H, W]`, `weight [Cin, Cout/groups, Kh, Kw]`.
+pub const CONV_TRANSPOSE2D_INPUTS: &[OperandDesc] = &[operand("x", 4), operand("weight", 4)];
+
+/// `conv2d_simple` operands: `x [N, Cin, H, W]`, `kernel [Cout, Cin, Kh, Kw]`.
+pub const CONV2D_SIMPLE_INPUTS: &[OperandDesc] = &[operand("x", 4), operand("kernel", 4)];
+
+/// `max_pool2d` operand: `x [N, C, H, W]`.
+pub const MAX_POOL2D_INPUTS: &[OperandDesc] = &[operand("x", 4)];
+
+/// `contiguize` operand: `x`, any rank, any layout.
+pub const CONTIGUIZE_INPUTS: &[OperandDesc] = &[OperandDesc {
+    any_rank: true,
+    ..operand("x", 4)
+}];
+
+/// `conv2d_simple` parameters.
+pub const CONV2D_SIMPLE_FIELDS: &[FieldDesc] = &[
+    FieldDesc {
+        name: "stride",
+        kind: ParamKind::Usize,
+        shape_of: None,
+        doc: "output step on both axes, >= 1",
+    },
+    FieldDesc {
+        name: "padding",
+        kind: ParamKind::Usize,
+        shape_of: None,
+        doc: "symmetric zero padding on both axes; padded taps are skipped",
+    },
+];
+
+/// `max_pool2d` parameters.
+pub const MAX_POOL2D_FIELDS: &[FieldDesc] = &[
+    FieldDesc {
+        name: "kernel_size",
+        kind: ParamKind::Usize,
+        shape_of: None,
+        doc: "square window side, 1 <= kernel_size <= min(H, W)",
+    },
+    FieldDesc {
+        name: "stride",
+        kind: ParamKind::Usize,
+        shape_of: None,
+        doc: "window step on both axes, >= 1",
+    },
+];
+
+/// The signature every entry point shares.
+pub type EntryFn = fn(&[Option<Operand>], &ParamValues) -> Result<Vec<AnyTensor>, ExecError>;
+
+/// A resolved entry point.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelRef {
+    /// Full symbol, e.g. `"fuel_reference_backend::ops::conv2d_f32"`.
+    pub symbol: &'static str,
+    /// Kernel name, e.g. `"conv2d"`.
+    pub kernel: &'static str,
+    /// The one dtype this symbol runs.
+    pub dtype: DType,
+    /// The dispatch carrier, `None` for describe-only kernels.
+    pub op_kind: Option<OpKind>,
+    /// Operands in call order.
+    pub inputs: &'static [OperandDesc],
+    /// Output names (`["out"]`).
+    pub outputs: &'static [&'static str],
+    /// Parameter fields (for op-kind kernels, the `OpParams` variant's fields).
+    pub params: &'static [FieldDesc],
+    /// The function to call.
+    pub call: EntryFn,
+}
+
+impl KernelRef {
+    /// Calls the entry point.
+    pub fn run(
+        &self,
+        operands: &[Option<Operand>],
+        params: &ParamValues,
+    ) -> Result<Vec<AnyTensor>, ExecError> {
+        (self.call)(operands, params)
+    }
+}
+
+const OUT: &[&str] = &["out"];
+
+/// One `KernelRef` for the `ops` function `$function`, whose name is the symbol's last segment.
+macro_rules! kernel_ref {
+    ($kernel:literal, $function:ident, $dtype:ident, $op_kind:expr, $inputs:expr, $params:expr) => {
+        KernelRef {
+            symbol: concat!("fuel_reference_backend::ops::", stringify!($function)),
+            kernel: $kernel,
+            dtype: DType::$dtype,
+            op_kind: $op_kind,
+            inputs: $inputs,
+            outputs: OUT,
+            params: $params,
+            call: crate::ops::$function,
+        }
+    };
+}
+
+const CONV2D: Option<OpKind> = Some(OpKind::Conv2D);
+const CONV_T: Option<OpKind> = Some(OpKind::ConvTranspose2D);
+const CONTIG: Option<OpKind> = Some(OpKind::Contiguize);
+
+/// Every wired entry point. A kernel has a symbol for exactly the dtypes it runs:
+/// `conv2d` and `conv_transpose2d` F32/F64 (what the executor admits); `conv2d_simple`,
+/// `max_pool2d` and `contiguize` all four.
+#[rustfmt::skip]
+pub static ENTRY_POINTS: &[KernelRef] = &[
+    kernel_ref!("conv2d", conv2d_f32, F32, CONV2D, CONV2D_INPUTS, CONV2D_FIELDS),
+    kernel_ref!("conv2d", conv2d_f64, F64, CONV2D, CONV2D_INPUTS, CONV2D_FIELDS),
+    kernel_ref!("conv_transpose2d", conv_transpose2d_f32, F32, CONV_T, CONV_TRANSPOSE2D_INPUTS, CONV_TRANSPOSE2D_FIELDS),
+    kernel_ref!("conv_transpose2d", conv_transpose2d_f64, F64, CONV_T, CONV_TRANSPOSE2D_INPUTS, CONV_TRANSPOSE2D_FIELDS),
+    kernel_ref!("conv2d_simple", conv2d_simple_f32, F32, None, CONV2D_SIMPLE_INPUTS, CONV2D_SIMPLE_FIELDS),
+    kernel_ref!("conv2d_simple", conv2d_simple_f64, F64, None, CONV2D_SIMPLE_INPUTS, CONV2D_SIMPLE_FIELDS),
+    kernel_ref!("conv2d_simple", conv2d_simple_bf16, BF16, None, CONV2D_SIMPLE_INPUTS, CONV2D_SIMPLE_FIELDS),
+    kernel_ref!("conv2d_simple", conv2d_simple_f16, F16, None, CONV2D_SIMPLE_INPUTS, CONV2D_SIMPLE_FIELDS),
+    kernel_ref!("max_pool2d", max_pool2d_f32, F32, None, MAX_POOL2D_INPUTS, MAX_POOL2D_FIELDS),
+    kernel_ref!("max_pool2d", max_pool2d_f64, F64, None, MAX_POOL2D_INPUTS, MAX_POOL2D_FIELDS),
+    kernel_ref!("max_pool2d", max_pool2d_bf16, BF16, None, MAX_POOL2D_INPUTS, MAX_POOL2D_FIELDS),
+    kernel_ref!("max_pool2d", max_pool2d_f16, F16, None, MAX_POOL2D_INPUTS, MAX_POOL2D_FIELDS),
+    kernel_ref!("contiguize", contiguize_f32, F32, CONTIG, CONTIGUIZE_INPUTS, &[]),
+    kernel_ref!("contiguize", contiguize_f64, F64, CONTIG, CONTIGUIZE_INPUTS, &[]),
+    kernel_ref!("contiguize", contiguize_bf16, BF16, CONTIG, CONTIGUIZE_INPUTS, &[]),
+    kernel_ref!("contiguize", contiguize_f16, F16, CONTIG, CONTIGUIZE_INPUTS, &[]),
+];
+
+/// The entry point with this exact symbol.
+pub fn entry_point(symbol: &str) -> Option<&'static KernelRef> {
+    ENTRY_POINTS.iter().find(|k| k.symbol == symbol)
+}
+
+/// The entry point of `kernel` in `dtype`, if that dtype is supported.
+pub fn entry_point_for(kernel: &str, dtype: DType) -> Option<&'static KernelRef> {
+    ENTRY_POINTS
+        .iter()
+        .find(|k| k.kernel == kernel && k.dtype == dtype)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbols_are_unique_and_consistent() {
+        for (i, k) in ENTRY_POINTS.iter().enumerate() {
+            let expected = format!(
+                "fuel_reference_backend::ops::{}_{}",
+                k.kernel,
+                k.dtype.suffix()
+            );
+            assert_eq!(k.symbol, expected);
+            assert_eq!(entry_point(k.symbol).map(|e| e.symbol), Some(k.symbol));
+            assert!(ENTRY_POINTS[..i].iter().all(|o| o.symbol != k.symbol));
+            if let Some(op) = k.op_kind {
+                assert_eq!(op.kernel_name(), k.kernel);
+            }
+        }
+        assert!(entry_point("fuel_reference_backend::ops::conv2d_bf16").is_none());
+        assert_eq!(ENTRY_POINTS.len(), 16);
+    }
+}

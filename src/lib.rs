@@ -1,0 +1,37 @@
+//! fuel-reference-backend: the pure-Rust, correctness-first reference oracle for conv/pool kernels.
+//!
+//! - [`tensor`]: `RefTensor<T>` (contiguous, zero-offset, row-major) and the dtype-erased
+//!   `AnyTensor`; [`dtype`]: `DType`.
+//! - [`view`]: `Operand`, a strided/offset/broadcast/reversed view over shared storage — the
+//!   only place a non-contiguous layout can exist, at the executor boundary.
+//! - [`ops`]: the kernels `conv2d`, `conv_transpose2d`, `conv2d_simple`, `max_pool2d`,
+//!   `contiguize`, generic over [`Element`] (`f32`, `f64`, `bf16`, `f16`), accumulating in `T`
+//!   in a fixed, documented order; plus the per-dtype entry points (`ops::conv2d_f32`, ...).
+//! - [`dispatch`]: the carriers `OpKind` and `OpParams` and their machine-readable description.
+//! - [`exec`]: `execute`, routing an op to a kernel and admitting only what is wired.
+//! - [`fkc`]: the link registry `ENTRY_POINTS`.
+//!
+//! Every failure is a typed error ([`error`]); nothing panics on user input.
+
+#![forbid(unsafe_code)]
+
+pub mod dispatch;
+pub mod dtype;
+pub mod error;
+pub mod exec;
+pub mod fkc;
+pub mod ops;
+pub mod shape;
+pub mod tensor;
+pub mod view;
+
+pub use dispatch::{
+    FieldDesc, OP_PARAMS_VARIANTS, OpKind, OpParams, ParamKind, ParamValue, ParamValues,
+    VariantDesc,
+};
+pub use dtype::DType;
+pub use error::{ExecError, KernelError, KernelErrorKind, TensorError};
+pub use exec::execute;
+pub use fkc::{ENTRY_POINTS, KernelRef, OperandDesc, REGISTRY_PATH, entry_point};
+pub use tensor::{AnyTensor, Element, RefTensor};
+pub use view::{LayoutFlags, Operand};

@@ -1,0 +1,108 @@
+//! `max_pool2d`: per-channel 2-D max pooling with a square window, scalar stride, no padding.
+//!
+//! The window reduction is a pure selection (no rounding), so the output is exact and
+//! bit-stable. Its NaN and signed-zero behaviour is pinned down in [`max_pool2d`].
+
+use crate::error::{KernelError, KernelErrorKind};
+use crate::ops::common::{GatherAxis, check_out_numel, ensure, require_nonempty, require_rank};
+use crate::tensor::{Element, RefTensor};
+
+const OP: &str = "max_pool2d";
+
+/// Parameters of [`max_pool2d`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MaxPool2dParams {
+    /// Window side; ≥ 1 and ≤ both H and W.
+    pub kernel_size: usize,
+    /// Window step on both axes; ≥ 1.
+    pub stride: usize,
+}
+
+impl MaxPool2dParams {
+    /// `[N, C, (H − kernel_size)/stride + 1, (W − kernel_size)/stride + 1]`, checked.
+    pub fn out_dims(&self, x_shape: &[usize]) -> Result<[usize; 4], KernelError> {
+        let ctx = format!(
+            "x {x_shape:?}, kernel_size {}, stride {}",
+            self.kernel_size, self.stride
+        );
+        require_rank(OP, "x", "N, C, H, W", x_shape, &ctx)?;
+        require_nonempty(OP, "x", x_shape, &ctx)?;
+        let &[batch, channels, height, width] = x_shape else {
+            return Err(KernelError::new(OP, KernelErrorKind::Rank, ctx));
+        };
+        let k = self.kernel_size;
+        ensure(
+            k > 0,
+            OP,
+            KernelErrorKind::ZeroSize,
+            || "kernel_size must be >= 1".into(),
+            &ctx,
+        )?;
+        let stride_ok = self.stride > 0;
+        ensure(
+            stride_ok,
+            OP,
+            KernelErrorKind::ZeroStride,
+            || "stride must be >= 1".into(),
+            &ctx,
+        )?;
+        let axis = |name, input| GatherAxis {
+            name,
+            input,
+            kernel: k,
+            stride: self.stride,
+            pad: 0,
+            dilation: 1,
+        };
+        let out_height = axis("H", height).out_len(OP, &ctx)?;
+        let out_width = axis("W", width).out_len(OP, &ctx)?;
+        let out = [batch, channels, out_height, out_width];
+        check_out_numel(OP, &out)?;
+        Ok(out)
+    }
+}
+
+/// One step of the window reduction: `T::max` semantics — a NaN operand is ignored in favour
+/// of the other — with ties (including `-0.0` against `+0.0`) keeping the running value.
+#[inline]
+pub fn max_step<T: Element>(running: T, v: T) -> T {
+    if v > running || running.is_nan() {
+        v
+    } else {
+        running
+    }
+}
+
+/// 2-D max pooling: `x [N, C, H, W]` → `[N, C, Hout, Wout]`.
+///
+/// Each window is scanned in row-major order starting from its first (top-left) element `m`,
+/// then `m = max_step(m, v)` for every following element `v`, where `max_step` is `T::max`
+/// with pinned ties. Exactly:
+/// - a NaN in a window is ignored unless every element of the window is NaN, in which case the
+///   output is that NaN (the last one scanned);
+/// - `±Inf` are ordinary values;
+/// - when the maximum is zero and the window holds both `-0.0` and `+0.0`, the zero that comes
+///   first in the scan is returned (they compare equal; no later equal value replaces it).
+pub fn max_pool2d<T: Element>(
+    x: &RefTensor<T>,
+    params: &MaxPool2dParams,
+) -> Result<RefTensor<T>, KernelError> {
+    let out_dims = params.out_dims(x.shape())?;
+    let [_, _, out_height, out_width] = out_dims;
+    let (height, width) = (x.shape()[2], x.shape()[3]);
+    let (k, s) = (params.kernel_size, params.stride);
+    let mut out = Vec::with_capacity(x.data().len() / (height * width) * out_height * out_width);
+    for plane in x.data().chunks_exact(height * width) {
+        for oh in 0..out_height {
+            for ow in 0..out_width {
+                let mut window = (0..k).flat_map(|i| {
+                    let start = (oh * s + i) * width + ow * s;
+                    plane[start..start + k].iter().copied()
+                });
+                let first = window.next().unwrap_or_else(T::nan);
+                out.push(window.fold(first, max_step));
+            }
+        }
+    }
+    Ok(RefTensor::from_vec(out, &out_dims)?)
+}
