@@ -1,0 +1,535 @@
+//! The static checker: proves, before any evaluation, that every name binds, every field
+//! exists, every index is a constant within its tuple and every operation is well-typed.
+//!
+//! [`check`] walks the tree once and collects **all** errors (an ill-typed subexpression gets
+//! [`Type::Any`] so that one mistake does not cascade). The typing rules and their messages
+//! live here and are shared with the evaluator, so a runtime error reads exactly like the
+//! static one. Every closed subexpression (no names, no calls) is also evaluated, so constant
+//! overflow and division by a constant zero are caught statically.
+
+use std::collections::BTreeMap;
+
+use super::ast::{Arg, BinOp, Expr, ExprKind, UnOp};
+use super::error::{ExprError, ExprErrorKind, unknown_help};
+use super::eval::{Bindings, eval};
+use super::parser::MAX_HEIGHT;
+use super::span::Span;
+use super::value::{Type, Value};
+
+/// The names (and caller-defined functions) an expression may use, with their types.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    names: BTreeMap<String, Type>,
+    functions: BTreeMap<String, FunctionSig>,
+}
+
+/// The signature of a caller-defined pure function: positional parameters only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionSig {
+    /// Parameter types, in order (use [`Type::Any`] to accept anything).
+    pub params: Vec<Type>,
+    /// Result type.
+    pub returns: Type,
+}
+
+impl FunctionSig {
+    /// A signature.
+    pub fn new(params: Vec<Type>, returns: Type) -> FunctionSig {
+        FunctionSig { params, returns }
+    }
+}
+
+impl Scope {
+    /// An empty scope (the built-in functions are always available).
+    pub fn new() -> Scope {
+        Scope::default()
+    }
+
+    /// Binds (or rebinds) a root name.
+    pub fn insert(&mut self, name: impl Into<String>, ty: Type) -> &mut Scope {
+        self.names.insert(name.into(), ty);
+        self
+    }
+
+    /// Registers a caller-defined function; it shadows a built-in of the same name.
+    pub fn insert_function(&mut self, name: impl Into<String>, sig: FunctionSig) -> &mut Scope {
+        self.functions.insert(name.into(), sig);
+        self
+    }
+
+    /// The type of a root name.
+    pub fn get(&self, name: &str) -> Option<&Type> {
+        self.names.get(name)
+    }
+
+    /// The signature of a caller-defined function.
+    pub fn function(&self, name: &str) -> Option<&FunctionSig> {
+        self.functions.get(name)
+    }
+
+    /// The root names in scope, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.names.keys().map(String::as_str).collect()
+    }
+
+    /// The functions callable in this scope (caller-defined and built-in), sorted.
+    pub fn function_names(&self) -> Vec<&str> {
+        let mut all: Vec<&str> = self
+            .functions
+            .keys()
+            .map(String::as_str)
+            .chain(Builtin::NAMES)
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
+/// Type-checks `expr` in `scope`, returning its type or every error found.
+pub fn check(expr: &Expr, scope: &Scope) -> Result<Type, Vec<ExprError>> {
+    let mut checker = Checker {
+        scope,
+        errors: Vec::new(),
+    };
+    let ty = checker.ty(expr, 0);
+    if checker.errors.is_empty() {
+        checker.errors = constant_errors(expr);
+    }
+    if checker.errors.is_empty() {
+        Ok(ty)
+    } else {
+        Err(checker.errors)
+    }
+}
+
+/// Evaluates every maximal closed (constant) subexpression and returns the errors.
+fn constant_errors(expr: &Expr) -> Vec<ExprError> {
+    let mut errors = Vec::new();
+    let mut stack = vec![expr];
+    while let Some(node) = stack.pop() {
+        if !node.is_closed() {
+            stack.extend(node.children().into_iter().rev());
+        } else if let Err(err) = eval(node, &Bindings::new()) {
+            errors.push(err);
+        }
+    }
+    errors
+}
+
+struct Checker<'s> {
+    scope: &'s Scope,
+    errors: Vec<ExprError>,
+}
+
+impl Checker<'_> {
+    /// The type of `e`, recording errors; an erroneous node has type [`Type::Any`].
+    fn ty(&mut self, e: &Expr, depth: usize) -> Type {
+        if depth > MAX_HEIGHT {
+            self.errors.push(too_deep(e.span));
+            return Type::Any;
+        }
+        let result = match &e.kind {
+            ExprKind::Int(_) => Ok(Type::Int),
+            ExprKind::Bool(_) => Ok(Type::Bool),
+            ExprKind::Name(name) => self.name(name, e.span),
+            ExprKind::Tuple(items) => Ok(Type::Tuple(
+                items.iter().map(|i| self.ty(i, depth + 1)).collect(),
+            )),
+            ExprKind::Unary { op, operand } => {
+                let t = self.ty(operand, depth + 1);
+                unary_type(*op, &t, operand.span)
+            }
+            ExprKind::Binary { op, lhs, rhs, .. } => self.binary(*op, lhs, rhs, e.span, depth),
+            ExprKind::Member {
+                base,
+                field,
+                field_span,
+            } => {
+                let t = self.ty(base, depth + 1);
+                member_type(&t, base, field, *field_span)
+            }
+            ExprKind::Index { base, index } => self.index(base, index, depth),
+            ExprKind::Call {
+                name,
+                name_span,
+                args,
+            } => self.call(name, *name_span, args, e.span, depth),
+        };
+        result.unwrap_or_else(|err| {
+            self.errors.push(err);
+            Type::Any
+        })
+    }
+
+    fn name(&self, name: &str, span: Span) -> Result<Type, ExprError> {
+        match self.scope.get(name) {
+            Some(t) => Ok(t.clone()),
+            None => Err(unknown_name(
+                name,
+                span,
+                self.scope.names(),
+                &self.scope.function_names(),
+            )),
+        }
+    }
+
+    fn binary(
+        &mut self,
+        op: BinOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        span: Span,
+        depth: usize,
+    ) -> Result<Type, ExprError> {
+        let lt = self.ty(lhs, depth + 1);
+        let rt = self.ty(rhs, depth + 1);
+        let result = binary_type(op, (&lt, lhs.span), (&rt, rhs.span), span)?;
+        if matches!(op, BinOp::Div | BinOp::Rem) && rhs.is_closed() {
+            if let Ok(Value::Int(0)) = eval(rhs, &Bindings::new()) {
+                return Err(division_by_zero(op, rhs));
+            }
+        }
+        Ok(result)
+    }
+
+    fn index(&mut self, base: &Expr, index: &Expr, depth: usize) -> Result<Type, ExprError> {
+        let bt = self.ty(base, depth + 1);
+        let it = self.ty(index, depth + 1);
+        if !it.compatible(&Type::Int) {
+            return Err(bad_index_type(&it, index.span));
+        }
+        let items = match &bt {
+            Type::Any => return Ok(Type::Any),
+            Type::Tuple(items) => items,
+            _ => return Err(not_indexable(&bt, base, index.span)),
+        };
+        if !index.is_closed() {
+            return Err(ExprError::new(
+                ExprErrorKind::IndexOutOfRange,
+                index.span,
+                format!(
+                    "cannot prove that `{index}` is within `{base}` (length {})",
+                    items.len()
+                ),
+            )
+            .with_help("tuple indices must be constant, e.g. `stride[0]`"));
+        }
+        let i = match eval(index, &Bindings::new())? {
+            Value::Int(i) => i,
+            other => return Err(bad_index_type(&other.type_of(), index.span)),
+        };
+        let element = usize::try_from(i).ok().and_then(|i| items.get(i));
+        element
+            .cloned()
+            .ok_or_else(|| index_out_of_range(i, items.len(), base, index.span))
+    }
+
+    fn call(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        args: &[Arg],
+        span: Span,
+        depth: usize,
+    ) -> Result<Type, ExprError> {
+        let types: Vec<(Type, Span)> = args
+            .iter()
+            .map(|a| (self.ty(&a.value, depth + 1), a.value.span))
+            .collect();
+        if let Some(sig) = self.scope.function(name) {
+            no_keywords(name, args)?;
+            check_sig(name, sig, &types, span)?;
+            return Ok(sig.returns.clone());
+        }
+        match Builtin::lookup(name) {
+            Some(builtin) => {
+                no_keywords(name, args)?;
+                builtin.check(&types, span)
+            }
+            None => Err(unknown_function(
+                name,
+                name_span,
+                &self.scope.function_names(),
+                self.scope.get(name).is_some(),
+            )),
+        }
+    }
+}
+
+fn check_sig(
+    name: &str,
+    sig: &FunctionSig,
+    args: &[(Type, Span)],
+    span: Span,
+) -> Result<(), ExprError> {
+    if args.len() != sig.params.len() {
+        return Err(arity(name, &sig.params.len().to_string(), args.len(), span));
+    }
+    for (i, ((t, arg_span), want)) in args.iter().zip(&sig.params).enumerate() {
+        if !t.compatible(want) {
+            return Err(ExprError::new(
+                ExprErrorKind::Type,
+                *arg_span,
+                format!("argument {} of `{name}` must be {want}, found {t}", i + 1),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The built-in functions: `divisible(a, b)`, `min(a, b, ...)`, `max(a, b, ...)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Builtin {
+    /// `divisible(a, b)`: `b != 0 && a % b == 0` (false, not an error, when `b == 0`).
+    Divisible,
+    /// `min(a, b, ...)`: the smallest of two or more integers.
+    Min,
+    /// `max(a, b, ...)`: the largest of two or more integers.
+    Max,
+}
+
+impl Builtin {
+    pub(crate) const NAMES: [&'static str; 3] = ["divisible", "max", "min"];
+
+    pub(crate) fn lookup(name: &str) -> Option<Builtin> {
+        match name {
+            "divisible" => Some(Builtin::Divisible),
+            "min" => Some(Builtin::Min),
+            "max" => Some(Builtin::Max),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Builtin::Divisible => "divisible",
+            Builtin::Min => "min",
+            Builtin::Max => "max",
+        }
+    }
+
+    /// Checks argument count and types (`int` each); the result type.
+    pub(crate) fn check(self, args: &[(Type, Span)], span: Span) -> Result<Type, ExprError> {
+        let (ok, expected, returns) = match self {
+            Builtin::Divisible => (args.len() == 2, "2", Type::Bool),
+            Builtin::Min | Builtin::Max => (args.len() >= 2, "at least 2", Type::Int),
+        };
+        if !ok {
+            return Err(arity(self.name(), expected, args.len(), span));
+        }
+        for (i, (t, arg_span)) in args.iter().enumerate() {
+            if !t.compatible(&Type::Int) {
+                return Err(ExprError::new(
+                    ExprErrorKind::Type,
+                    *arg_span,
+                    format!(
+                        "argument {} of `{}` must be int, found {t}",
+                        i + 1,
+                        self.name()
+                    ),
+                ));
+            }
+        }
+        Ok(returns)
+    }
+}
+
+// ---- Typing rules and messages shared with the evaluator ------------------------------------
+
+/// The result type of `op` on operands of types `lhs` and `rhs`, or the error (located at the
+/// first offending operand, or at the whole expression when `==` compares unlike types).
+pub(crate) fn binary_type(
+    op: BinOp,
+    lhs: (&Type, Span),
+    rhs: (&Type, Span),
+    whole: Span,
+) -> Result<Type, ExprError> {
+    let (lt, rt) = (lhs.0, rhs.0);
+    let mismatch = |span| {
+        ExprError::new(
+            ExprErrorKind::Type,
+            span,
+            format!("cannot {} {lt} and {rt}", op.verb()),
+        )
+    };
+    if matches!(op, BinOp::Eq | BinOp::Ne) {
+        if !lt.compatible(rt) {
+            return Err(
+                mismatch(whole).with_help("both sides of `==` / `!=` must have the same type")
+            );
+        }
+        if !lt.is_equatable() || !rt.is_equatable() {
+            return Err(
+                mismatch(whole).with_help("records cannot be compared; compare their fields")
+            );
+        }
+        return Ok(Type::Bool);
+    }
+    let (want, result) = if op.is_logical() {
+        (Type::Bool, Type::Bool)
+    } else if op.is_comparison() {
+        (Type::Int, Type::Bool)
+    } else {
+        (Type::Int, Type::Int)
+    };
+    for (t, span) in [lhs, rhs] {
+        if !t.compatible(&want) {
+            return Err(
+                mismatch(span).with_help(format!("`{op}` needs {want} operands; this one is {t}"))
+            );
+        }
+    }
+    Ok(result)
+}
+
+/// The result type of a prefix operator on `t`, or the error at the operand.
+pub(crate) fn unary_type(op: UnOp, t: &Type, span: Span) -> Result<Type, ExprError> {
+    let (want, message, help) = match op {
+        UnOp::Neg => (Type::Int, format!("cannot negate {t}"), None),
+        UnOp::Not => (
+            Type::Bool,
+            format!("cannot apply `!` to {t}"),
+            Some("to test an int, compare it: `n == 0`"),
+        ),
+    };
+    if t.compatible(&want) {
+        return Ok(want);
+    }
+    let help = help.filter(|_| *t == Type::Int).map(str::to_owned);
+    Err(ExprError::new(ExprErrorKind::Type, span, message).with_help_opt(help))
+}
+
+/// The type of `base.field` where `base` has type `t`.
+pub(crate) fn member_type(
+    t: &Type,
+    base: &Expr,
+    field: &str,
+    span: Span,
+) -> Result<Type, ExprError> {
+    match t {
+        Type::Any => Ok(Type::Any),
+        Type::Record(fields) => t.field(field).cloned().ok_or_else(|| {
+            let names = fields.iter().map(|(n, _)| n.as_str());
+            ExprError::new(
+                ExprErrorKind::UnknownName,
+                span,
+                format!("`{base}` has no field `{field}`"),
+            )
+            .with_help_opt(unknown_help(field, names, &format!("fields of `{base}`")))
+        }),
+        _ => Err(ExprError::new(
+            ExprErrorKind::Type,
+            span,
+            format!("`{base}` is {t}; it has no field `{field}`"),
+        )),
+    }
+}
+
+pub(crate) fn index_out_of_range(i: i64, len: usize, base: &Expr, span: Span) -> ExprError {
+    let help = match len {
+        0 => "the tuple is empty".to_owned(),
+        _ => format!("valid indices are 0 to {}", len - 1),
+    };
+    ExprError::new(
+        ExprErrorKind::IndexOutOfRange,
+        span,
+        format!("index {i} is out of range for `{base}` of length {len}"),
+    )
+    .with_help(help)
+}
+
+pub(crate) fn bad_index_type(t: &Type, span: Span) -> ExprError {
+    ExprError::new(
+        ExprErrorKind::Type,
+        span,
+        format!("a tuple index must be int, found {t}"),
+    )
+}
+
+pub(crate) fn not_indexable(t: &Type, base: &Expr, span: Span) -> ExprError {
+    let err = ExprError::new(
+        ExprErrorKind::Type,
+        span,
+        format!("cannot index `{base}` of type {t}"),
+    );
+    match t.field("dim") {
+        Some(_) => err.with_help(format!("operand dims are indexed as `{base}.dim[i]`")),
+        None => err,
+    }
+}
+
+pub(crate) fn division_by_zero(op: BinOp, divisor: &Expr) -> ExprError {
+    let what = if op == BinOp::Div {
+        "division"
+    } else {
+        "remainder"
+    };
+    let message = match divisor.kind {
+        ExprKind::Int(_) => format!("{what} by zero"),
+        _ => format!("{what} by zero: `{divisor}` is 0"),
+    };
+    ExprError::new(ExprErrorKind::DivisionByZero, divisor.span, message)
+}
+
+pub(crate) fn unknown_name(
+    name: &str,
+    span: Span,
+    names: Vec<&str>,
+    functions: &[&str],
+) -> ExprError {
+    let err = ExprError::new(
+        ExprErrorKind::UnknownName,
+        span,
+        format!("unknown name `{name}`"),
+    );
+    if functions.contains(&name) {
+        return err.with_help(format!("`{name}` is a function; call it: `{name}(...)`"));
+    }
+    err.with_help_opt(unknown_help(name, names, "names in scope"))
+}
+
+pub(crate) fn unknown_function(
+    name: &str,
+    span: Span,
+    functions: &[&str],
+    is_name: bool,
+) -> ExprError {
+    let err = ExprError::new(
+        ExprErrorKind::UnknownFunction,
+        span,
+        format!("unknown function `{name}`"),
+    );
+    if is_name {
+        return err.with_help(format!("`{name}` is a value, not a function"));
+    }
+    err.with_help_opt(unknown_help(name, functions.iter().copied(), "functions"))
+}
+
+pub(crate) fn no_keywords(name: &str, args: &[Arg]) -> Result<(), ExprError> {
+    match args.iter().find_map(|a| a.name.as_ref()) {
+        Some((keyword, span)) => Err(ExprError::new(
+            ExprErrorKind::Arity,
+            *span,
+            format!("`{name}` takes no keyword arguments (found `{keyword}=`)"),
+        )),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn arity(name: &str, expected: &str, found: usize, span: Span) -> ExprError {
+    let plural = if expected == "1" { "" } else { "s" };
+    ExprError::new(
+        ExprErrorKind::Arity,
+        span,
+        format!("`{name}` takes {expected} argument{plural}, but {found} given"),
+    )
+}
+
+pub(crate) fn too_deep(span: Span) -> ExprError {
+    ExprError::new(
+        ExprErrorKind::Budget,
+        span,
+        format!("expression nests more than {MAX_HEIGHT} operations deep"),
+    )
+}
