@@ -77,6 +77,12 @@ pub(crate) fn add(op: &'static str, a: usize, b: usize, what: &str) -> Result<us
     a.checked_add(b).ok_or_else(|| overflow(op, what))
 }
 
+/// Appends the op's shape/parameter context to an error message.
+pub(crate) fn in_context(mut e: KernelError, context: &str) -> KernelError {
+    e.message = format!("{}; {context}", e.message);
+    e
+}
+
 fn overflow(op: &'static str, what: &str) -> KernelError {
     KernelError::new(
         op,
@@ -86,10 +92,17 @@ fn overflow(op: &'static str, what: &str) -> KernelError {
 }
 
 /// Checks that a `[N, C, H, W]` output's element count fits in `usize`.
-pub(crate) fn check_out_numel(op: &'static str, out: &[usize; 4]) -> Result<(), KernelError> {
-    numel(out)
-        .map(|_| ())
-        .map_err(|_| overflow(op, &format!("output shape {out:?}")))
+pub(crate) fn check_out_numel(
+    op: &'static str,
+    out: &[usize; 4],
+    context: &str,
+) -> Result<(), KernelError> {
+    numel(out).map(|_| ()).map_err(|_| {
+        in_context(
+            overflow(op, &format!("element count of output shape {out:?}")),
+            context,
+        )
+    })
 }
 
 /// One spatial axis of a gather-form convolution or pooling: the output length
@@ -108,14 +121,16 @@ impl GatherAxis {
     pub(crate) fn out_len(&self, op: &'static str, context: &str) -> Result<usize, KernelError> {
         let name = self.name;
         let padded = mul(op, 2, self.pad, "2 * padding")
-            .and_then(|p| add(op, self.input, p, &format!("padded {name}")))?;
+            .and_then(|p| add(op, self.input, p, &format!("padded {name}")))
+            .map_err(|e| in_context(e, context))?;
         let span = mul(
             op,
             self.dilation,
             self.kernel.saturating_sub(1),
             "dilated kernel extent",
         )
-        .and_then(|s| add(op, s, 1, "dilated kernel extent"))?;
+        .and_then(|s| add(op, s, 1, "dilated kernel extent"))
+        .map_err(|e| in_context(e, context))?;
         ensure(
             span <= padded,
             op,

@@ -180,7 +180,7 @@ impl Conv2dParams {
             out_width,
             params: *self,
         };
-        check_out_numel(op, &geometry.out_dims())?;
+        check_out_numel(op, &geometry.out_dims(), &ctx)?;
         Ok(geometry)
     }
 

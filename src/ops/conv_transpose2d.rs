@@ -7,7 +7,8 @@
 
 use crate::error::{KernelError, KernelErrorKind};
 use crate::ops::common::{
-    add, axpy_scatter, check_out_numel, ensure, mul, require_nonempty, require_rank, valid_range,
+    add, axpy_scatter, check_out_numel, ensure, in_context, mul, require_nonempty, require_rank,
+    valid_range,
 };
 use crate::shape::zeroed_vec;
 use crate::tensor::{Element, RefTensor};
@@ -106,21 +107,19 @@ impl ScatterAxis {
             },
             ctx,
         )?;
-        let steps = mul(
-            OP,
-            self.input.saturating_sub(1),
-            stride,
-            "(input - 1) * stride",
-        )?;
-        let taps = mul(
-            OP,
-            dilation,
-            self.kernel.saturating_sub(1),
-            "dilation * (kernel - 1)",
-        )?;
-        let produced =
-            add(OP, steps, taps, "produced size").and_then(|p| add(OP, p, 1, "produced size"))?;
-        let crop = mul(OP, 2, self.pad, "2 * padding")?;
+        let sizes = || -> Result<(usize, usize), KernelError> {
+            let steps = mul(OP, self.input.saturating_sub(1), stride, "(H - 1) * stride")?;
+            let taps = mul(
+                OP,
+                dilation,
+                self.kernel.saturating_sub(1),
+                "dilation * (K - 1)",
+            )?;
+            let produced = add(OP, steps, taps, "produced size")?;
+            let produced = add(OP, produced, 1, "produced size")?;
+            Ok((produced, mul(OP, 2, self.pad, "2 * padding")?))
+        };
+        let (produced, crop) = sizes().map_err(|e| in_context(e, ctx))?;
         ensure(
             crop <= produced,
             OP,
@@ -128,7 +127,8 @@ impl ScatterAxis {
             || format!("{name}: 2 * padding = {crop} exceeds the produced size {produced}"),
             ctx,
         )?;
-        let out = produced - crop + output_pad;
+        let out =
+            add(OP, produced - crop, output_pad, "output size").map_err(|e| in_context(e, ctx))?;
         ensure(
             out > 0,
             OP,
@@ -188,7 +188,8 @@ impl ConvTranspose2dParams {
             || format!("Cin {in_channels} must be divisible by groups {groups}"),
             &ctx,
         )?;
-        let out_channels = mul(OP, group_out, groups, "Cout = weight.dim[1] * groups")?;
+        let out_channels = mul(OP, group_out, groups, "Cout = weight.dim[1] * groups")
+            .map_err(|e| in_context(e, &ctx))?;
         let axis = |name, input, kernel, i: usize| ScatterAxis {
             name,
             input,
@@ -212,7 +213,7 @@ impl ConvTranspose2dParams {
             out_width,
             params: *self,
         };
-        check_out_numel(OP, &geometry.out_dims())?;
+        check_out_numel(OP, &geometry.out_dims(), &ctx)?;
         Ok(geometry)
     }
 

@@ -57,7 +57,7 @@ impl MaxPool2dParams {
         let out_height = axis("H", height).out_len(OP, &ctx)?;
         let out_width = axis("W", width).out_len(OP, &ctx)?;
         let out = [batch, channels, out_height, out_width];
-        check_out_numel(OP, &out)?;
+        check_out_numel(OP, &out, &ctx)?;
         Ok(out)
     }
 }
