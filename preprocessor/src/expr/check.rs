@@ -185,10 +185,11 @@ impl Checker<'_> {
         let lt = self.ty(lhs, depth + 1);
         let rt = self.ty(rhs, depth + 1);
         let result = binary_type(op, (&lt, lhs.span), (&rt, rhs.span), span)?;
-        if matches!(op, BinOp::Div | BinOp::Rem) && rhs.is_closed() {
-            if let Ok(Value::Int(0)) = eval(rhs, &Bindings::new()) {
-                return Err(division_by_zero(op, rhs));
-            }
+        if matches!(op, BinOp::Div | BinOp::Rem)
+            && rhs.is_closed()
+            && let Ok(Value::Int(0)) = eval(rhs, &Bindings::new())
+        {
+            return Err(division_by_zero(op, rhs));
         }
         Ok(result)
     }
@@ -532,4 +533,286 @@ pub(crate) fn too_deep(span: Span) -> ExprError {
         span,
         format!("expression nests more than {MAX_HEIGHT} operations deep"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::super::fixtures::{SEED, bindings};
+    use super::super::parse;
+    use super::*;
+
+    fn conv2d_scope() -> Scope {
+        let mut scope = bindings("conv2d").scope();
+        scope.insert("params", Type::Any);
+        scope
+    }
+
+    fn ty(src: &str) -> Type {
+        check(&parse(src).unwrap(), &conv2d_scope()).unwrap_or_else(|e| panic!("{src}: {e:?}"))
+    }
+
+    fn errors(src: &str) -> Vec<ExprError> {
+        check(&parse(src).unwrap(), &conv2d_scope()).expect_err(src)
+    }
+
+    /// The single error of `src`: `(kind, start, end)`.
+    fn one(src: &str) -> (ExprErrorKind, usize, usize) {
+        let errors = errors(src);
+        assert_eq!(errors.len(), 1, "{src}: {errors:?}");
+        (errors[0].kind, errors[0].span.start, errors[0].span.end)
+    }
+
+    #[test]
+    fn seed_expressions_type_check() {
+        for (contract, field, src, _) in SEED {
+            let expr = parse(src).unwrap();
+            let mut scope = bindings(contract).scope();
+            scope.insert("params", Type::Any);
+            if let ExprKind::Call { name, args, .. } = &expr.kind
+                && matches!(
+                    name.as_str(),
+                    "passthrough" | "conv2d" | "conv_transpose2d" | "from_params"
+                )
+            {
+                for arg in args {
+                    check(&arg.value, &scope)
+                        .unwrap_or_else(|e| panic!("{contract}.{field}: {e:?}"));
+                }
+                continue;
+            }
+            let t = check(&expr, &scope).unwrap_or_else(|e| panic!("{contract}.{field}: {e:?}"));
+            let want = if field.contains("constraint") || field.contains("when") {
+                Type::Bool
+            } else {
+                Type::Int
+            };
+            assert_eq!(t, want, "{contract}.{field}");
+        }
+    }
+
+    #[test]
+    fn types_of_forms() {
+        assert_eq!(ty("x.dim"), Type::ints(4));
+        assert_eq!(ty("x"), Type::operand(4));
+        assert_eq!(ty("bias.rank"), Type::Int);
+        assert_eq!(ty("(1, true)"), Type::Tuple(vec![Type::Int, Type::Bool]));
+        assert_eq!(ty("(1, true)[1]"), Type::Bool);
+        assert_eq!(ty("stride == (1, 1)"), Type::Bool);
+        assert_eq!(ty("min(groups, 3, x.dim[0])"), Type::Int);
+        assert_eq!(ty("divisible(groups, 0)"), Type::Bool);
+        assert_eq!(ty("x.dim[1 + 2]"), Type::Int);
+        assert_eq!(ty("params.anything[7]"), Type::Any);
+        assert_eq!(ty("!depthwise || groups >= 1"), Type::Bool);
+    }
+
+    #[test]
+    fn unknown_names_with_suggestions() {
+        let e = &errors("grups + 1")[0];
+        assert_eq!(
+            (e.kind, e.span),
+            (ExprErrorKind::UnknownName, Span::new(0, 5))
+        );
+        assert_eq!(e.message, "unknown name `grups`");
+        assert!(
+            e.help
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `groups`?"),
+            "{:?}",
+            e.help
+        );
+        let e = &errors("x.dims[0]")[0];
+        assert_eq!(
+            (e.kind, e.span),
+            (ExprErrorKind::UnknownName, Span::new(2, 6))
+        );
+        assert_eq!(
+            e.help.as_deref(),
+            Some("did you mean `dim`? (fields of `x`: `dim`, `rank`)")
+        );
+        let e = &errors("divisible")[0];
+        assert_eq!(
+            e.help.as_deref(),
+            Some("`divisible` is a function; call it: `divisible(...)`")
+        );
+        assert_eq!(one("groups.dim"), (ExprErrorKind::Type, 7, 10));
+    }
+
+    #[test]
+    fn all_errors_are_collected() {
+        let errors = errors("a + b * true + x.dim[9]");
+        let found: Vec<(ExprErrorKind, usize, usize)> = errors
+            .iter()
+            .map(|e| (e.kind, e.span.start, e.span.end))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (ExprErrorKind::UnknownName, 0, 1),
+                (ExprErrorKind::UnknownName, 4, 5),
+                (ExprErrorKind::Type, 8, 12),
+                (ExprErrorKind::IndexOutOfRange, 21, 22),
+            ]
+        );
+    }
+
+    #[test]
+    fn type_errors_are_located() {
+        let e = &errors("groups + true")[0];
+        assert_eq!(
+            (e.kind, e.span, e.message.as_str()),
+            (
+                ExprErrorKind::Type,
+                Span::new(9, 13),
+                "cannot add int and bool"
+            )
+        );
+        assert_eq!(one("depthwise * 2"), (ExprErrorKind::Type, 0, 9));
+        assert_eq!(one("groups && depthwise"), (ExprErrorKind::Type, 0, 6));
+        assert_eq!(one("stride == 1"), (ExprErrorKind::Type, 0, 11));
+        assert_eq!(one("stride == (1, 1, 1)"), (ExprErrorKind::Type, 0, 19));
+        assert_eq!(one("x == x"), (ExprErrorKind::Type, 0, 6));
+        assert_eq!(one("-depthwise"), (ExprErrorKind::Type, 1, 10));
+        let e = &errors("!groups")[0];
+        assert_eq!(
+            (e.span, e.help.as_deref()),
+            (
+                Span::new(1, 7),
+                Some("to test an int, compare it: `n == 0`")
+            )
+        );
+        assert_eq!(one("stride[true]"), (ExprErrorKind::Type, 7, 11));
+        assert_eq!(one("groups[0]"), (ExprErrorKind::Type, 7, 8));
+        let e = &errors("x[1]")[0];
+        assert_eq!(
+            e.help.as_deref(),
+            Some("operand dims are indexed as `x.dim[i]`")
+        );
+        assert_eq!(
+            one("(1, true)[groups]"),
+            (ExprErrorKind::IndexOutOfRange, 10, 16)
+        );
+    }
+
+    #[test]
+    fn indices_are_proven_in_range() {
+        let e = &errors("x.dim[4]")[0];
+        assert_eq!(
+            (e.kind, e.span),
+            (ExprErrorKind::IndexOutOfRange, Span::new(6, 7))
+        );
+        assert_eq!(e.message, "index 4 is out of range for `x.dim` of length 4");
+        assert_eq!(e.help.as_deref(), Some("valid indices are 0 to 3"));
+        assert_eq!(one("stride[-1]"), (ExprErrorKind::IndexOutOfRange, 7, 9));
+        assert_eq!(one("bias.dim[1]"), (ExprErrorKind::IndexOutOfRange, 9, 10));
+        assert_eq!(one("()[0]"), (ExprErrorKind::IndexOutOfRange, 3, 4));
+        let e = &errors("x.dim[groups]")[0];
+        assert_eq!(
+            (e.kind, e.span),
+            (ExprErrorKind::IndexOutOfRange, Span::new(6, 12))
+        );
+        assert!(e.message.starts_with("cannot prove"), "{}", e.message);
+        assert_eq!(
+            one("x.dim[9223372036854775807 + 1]"),
+            (ExprErrorKind::Overflow, 6, 29)
+        );
+    }
+
+    #[test]
+    fn calls_and_arity() {
+        let e = &errors("divisible(groups)")[0];
+        assert_eq!((e.kind, e.span), (ExprErrorKind::Arity, Span::new(0, 17)));
+        assert_eq!(e.message, "`divisible` takes 2 arguments, but 1 given");
+        assert_eq!(one("min(1)"), (ExprErrorKind::Arity, 0, 6));
+        assert_eq!(one("max(1, true)"), (ExprErrorKind::Type, 7, 11));
+        assert_eq!(one("min(a=1, b=2)"), (ExprErrorKind::Arity, 4, 5));
+        let e = &errors("passthrough(x)")[0];
+        assert_eq!(
+            (e.kind, e.span),
+            (ExprErrorKind::UnknownFunction, Span::new(0, 11))
+        );
+        let e = &errors("mn(1, 2)")[0];
+        assert!(
+            e.help
+                .as_deref()
+                .unwrap()
+                .starts_with("did you mean `max`?")
+                || e.help
+                    .as_deref()
+                    .unwrap()
+                    .starts_with("did you mean `min`?")
+        );
+        assert_eq!(
+            errors("groups(1)")[0].help.as_deref(),
+            Some("`groups` is a value, not a function")
+        );
+    }
+
+    #[test]
+    fn caller_functions() {
+        let mut scope = conv2d_scope();
+        scope.insert_function(
+            "out_size",
+            FunctionSig::new(vec![Type::Int, Type::Int], Type::Int),
+        );
+        scope.insert_function("passthrough", FunctionSig::new(vec![Type::Any], Type::Any));
+        let t = |src: &str| check(&parse(src).unwrap(), &scope);
+        assert_eq!(t("out_size(x.dim[2], 3) + 1"), Ok(Type::Int));
+        assert_eq!(t("passthrough(x)"), Ok(Type::Any));
+        let e = t("out_size(1)").unwrap_err();
+        assert_eq!(
+            (e[0].kind, e[0].message.as_str()),
+            (
+                ExprErrorKind::Arity,
+                "`out_size` takes 2 arguments, but 1 given"
+            )
+        );
+        let e = t("out_size(1, depthwise)").unwrap_err();
+        assert_eq!(
+            (e[0].kind, e[0].span),
+            (ExprErrorKind::Type, Span::new(12, 21))
+        );
+        let e = t("out_size(N=1, K=2)").unwrap_err();
+        assert_eq!(
+            (e[0].kind, e[0].span),
+            (ExprErrorKind::Arity, Span::new(9, 10))
+        );
+        assert!(
+            scope.function_names().contains(&"out_size") && scope.function_names().contains(&"min")
+        );
+        assert_eq!(scope.function("out_size").map(|s| s.params.len()), Some(2));
+        assert!(scope.names().contains(&"groups"));
+    }
+
+    #[test]
+    fn constants_are_evaluated_statically() {
+        assert_eq!(one("groups / 0"), (ExprErrorKind::DivisionByZero, 9, 10));
+        assert_eq!(
+            one("groups % (1 - 1)"),
+            (ExprErrorKind::DivisionByZero, 9, 16)
+        );
+        assert_eq!(
+            one("groups + 9223372036854775807 * 2"),
+            (ExprErrorKind::Overflow, 9, 32)
+        );
+        assert_eq!(one("1 / 0 == 1"), (ExprErrorKind::DivisionByZero, 4, 5));
+        assert_eq!(ty("groups / (0 + 1)"), Type::Int);
+    }
+
+    #[test]
+    fn hand_built_deep_trees_are_refused_not_overflowed() {
+        let mut e = parse("1").unwrap();
+        for _ in 0..(MAX_HEIGHT + 10) {
+            e = Expr::new(
+                ExprKind::Unary {
+                    op: UnOp::Neg,
+                    operand: Box::new(e),
+                },
+                Span::new(0, 1),
+            );
+        }
+        let errors = check(&e, &Scope::new()).unwrap_err();
+        assert_eq!(errors[0].kind, ExprErrorKind::Budget);
+    }
 }

@@ -66,6 +66,8 @@ pub enum TokenKind {
     Assign,
     /// End of input (an empty span at the source length).
     Eof,
+    /// Where tokenizing stopped with an error (see [`tokenize_partial`]); always last.
+    Error,
 }
 
 /// A token: its kind, its text and where it is.
@@ -84,6 +86,7 @@ impl Token<'_> {
     pub fn describe(&self) -> String {
         match self.kind {
             TokenKind::Eof => "end of input".to_owned(),
+            TokenKind::Error => "an invalid token".to_owned(),
             TokenKind::Ident => format!("identifier `{}`", self.text),
             TokenKind::Int(_) => format!("integer `{}`", self.text),
             _ => format!("`{}`", self.text),
@@ -92,24 +95,45 @@ impl Token<'_> {
 }
 
 /// Splits `src` into tokens, ending with one [`TokenKind::Eof`].
+#[cfg(test)]
 pub fn tokenize(src: &str) -> Result<Vec<Token<'_>>, ExprError> {
+    match tokenize_partial(src) {
+        (tokens, None) => Ok(tokens),
+        (_, Some(err)) => Err(err),
+    }
+}
+
+/// Splits `src` into tokens up to the first error. The tokens end with [`TokenKind::Eof`],
+/// or with a [`TokenKind::Error`] at the error's span when there is one, so that a parser can
+/// report an earlier syntax error first (errors come out in source order).
+pub fn tokenize_partial(src: &str) -> (Vec<Token<'_>>, Option<ExprError>) {
     let mut lexer = Lexer { src, pos: 0 };
     let mut tokens = Vec::new();
     loop {
-        let token = lexer.next_token()?;
-        if token.kind == TokenKind::Eof {
-            tokens.push(token);
-            return Ok(tokens);
-        }
-        if tokens.len() == MAX_TOKENS {
-            return Err(ExprError::new(
+        let token = match lexer.next_token() {
+            Ok(token) if token.kind == TokenKind::Eof => {
+                tokens.push(token);
+                return (tokens, None);
+            }
+            Ok(token) if tokens.len() == MAX_TOKENS => Err(ExprError::new(
                 ExprErrorKind::Budget,
                 token.span,
                 format!("expression has more than {MAX_TOKENS} tokens"),
             )
-            .with_help("split the formula or simplify it"));
+            .with_help("split the formula or simplify it")),
+            other => other,
+        };
+        match token {
+            Ok(token) => tokens.push(token),
+            Err(err) => {
+                tokens.push(Token {
+                    kind: TokenKind::Error,
+                    text: err.span.slice(src),
+                    span: err.span,
+                });
+                return (tokens, Some(err));
+            }
         }
-        tokens.push(token);
     }
 }
 

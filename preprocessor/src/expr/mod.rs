@@ -79,3 +79,146 @@ pub use value::{Type, Value};
 
 #[cfg(test)]
 pub(crate) mod fixtures;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::fixtures::{SEED, bindings};
+    use super::*;
+
+    /// `parse(to_source(e))` is `e` up to spans, and printing is idempotent.
+    fn round_trips(src: &str) {
+        let e = parse(src).unwrap_or_else(|err| panic!("{src}: {}", err.render(src)));
+        let printed = e.to_source();
+        let again =
+            parse(&printed).unwrap_or_else(|err| panic!("{printed}: {}", err.render(&printed)));
+        assert!(again.eq_ignore_spans(&e), "{src} -> {printed}");
+        assert_eq!(again.to_source(), printed);
+        assert_eq!(e.to_string(), printed);
+    }
+
+    #[test]
+    fn seed_expressions_round_trip() {
+        for (_, _, src, _) in SEED {
+            round_trips(src);
+        }
+        let e = parse(SEED[6].2).unwrap();
+        assert_eq!(
+            e.to_source(),
+            "2 * out_shape[0] * out_shape[1] * (x_shape[1] / groups) * w_shape[2] * w_shape[3] * out_shape[2] * out_shape[3]"
+        );
+    }
+
+    #[test]
+    fn assorted_expressions_round_trip() {
+        for src in [
+            "a - (b - c)",
+            "(a < b) == (c < d)",
+            "(a == b) == c",
+            "a == (b == c)",
+            "-(a + b) * -c",
+            "!(a && b) || !!c",
+            "(-x).dim[0]",
+            "((1, 2), (3,), ())[0][1]",
+            "f(a, b=(1, 2), c=-d)",
+            "-9223372036854775807 - 1",
+            "a % b / c * d",
+            "a * (b / c)",
+            "x.dim[(1 + 2) * 0]",
+        ] {
+            round_trips(src);
+        }
+    }
+
+    #[test]
+    fn names_are_the_roots() {
+        let e = parse("divisible(x.dim[1], weight.dim[1]) && groups == N").unwrap();
+        let names: Vec<(String, (usize, usize))> = e
+            .names()
+            .into_iter()
+            .map(|(n, s)| (n, (s.start, s.end)))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("x".into(), (10, 11)),
+                ("weight".into(), (20, 26)),
+                ("groups".into(), (38, 44)),
+                ("N".into(), (48, 49))
+            ]
+        );
+        let e = parse("from_params(N=x.dim[0])").unwrap();
+        assert_eq!(e.names(), [("x".to_owned(), Span::new(14, 15))]);
+    }
+
+    #[test]
+    fn errors_come_in_source_order() {
+        // A syntax error before a bad character is reported first, and vice versa.
+        assert_eq!(parse("a b · c").unwrap_err().span, Span::new(2, 3));
+        assert_eq!(parse("a · b c").unwrap_err().span, Span::new(2, 4));
+        assert_eq!(
+            parse("(a + 99999999999999999999").unwrap_err().span,
+            Span::new(5, 25)
+        );
+    }
+
+    #[test]
+    fn one_megabyte_is_refused_quickly() {
+        let src = "x.dim[1] + ".repeat(100_000);
+        assert!(src.len() > 1_000_000);
+        let e = parse(&src).unwrap_err();
+        assert_eq!(e.kind, ExprErrorKind::Budget);
+        assert_eq!(e.span, Span::new(MAX_SOURCE_LEN, src.len()));
+        let just_under = "1+".repeat(MAX_SOURCE_LEN / 2 - 1) + "1";
+        assert_eq!(
+            parse(&just_under).unwrap_err().kind,
+            ExprErrorKind::Budget,
+            "too many tokens"
+        );
+    }
+
+    #[test]
+    fn checked_expressions_evaluate_without_lookup_errors() {
+        let scope = bindings("conv2d").scope();
+        let b = bindings("conv2d");
+        for src in [
+            "x.dim[3] - w_shape[3] + 2 * padding[1]",
+            "stride == (2, 2) && !depthwise",
+            "min(groups, 1)",
+        ] {
+            let e = parse(src).unwrap();
+            let t = check(&e, &scope).unwrap();
+            let v = eval(&e, &b).unwrap();
+            assert!(t.admits(&v), "{src}: {t} vs {v}");
+        }
+    }
+
+    #[test]
+    fn every_kind_has_a_stable_name() {
+        let kinds = [
+            ExprErrorKind::Syntax,
+            ExprErrorKind::Budget,
+            ExprErrorKind::UnknownName,
+            ExprErrorKind::UnknownFunction,
+            ExprErrorKind::Type,
+            ExprErrorKind::IndexOutOfRange,
+            ExprErrorKind::Overflow,
+            ExprErrorKind::DivisionByZero,
+            ExprErrorKind::Arity,
+            ExprErrorKind::Function,
+        ];
+        let mut names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), kinds.len());
+    }
+
+    /// Inputs found by `cargo fuzz run expr_parse` that once misbehaved.
+    #[test]
+    fn fuzz_regressions() {
+        let hostile = ["", "(", ")", "a[", "f(a=", "-", "x.", "((((((((", "1_", "_"];
+        for src in hostile {
+            let _ = parse(src);
+        }
+    }
+}

@@ -9,11 +9,11 @@
 
 use super::ast::{Arg, BinOp, Expr, ExprKind, PREFIX_LEVEL, UnOp};
 use super::error::{ExprError, ExprErrorKind};
-use super::lexer::{Token, TokenKind, tokenize};
+use super::lexer::{Token, TokenKind, tokenize_partial};
 use super::span::{Span, floor_char_boundary};
 
 /// Longest accepted source, in bytes.
-pub const MAX_SOURCE_LEN: usize = 4096;
+pub const MAX_SOURCE_LEN: usize = 16 * 1024;
 /// Deepest accepted nesting of parentheses, brackets, calls and prefix operators.
 pub const MAX_DEPTH: usize = 64;
 /// Deepest accepted syntax tree (long operator chains nest too: `a + b + c` is two levels).
@@ -38,7 +38,7 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
         )
         .with_help("split the formula or simplify it"));
     }
-    let tokens = tokenize(src)?;
+    let (tokens, lex_error) = tokenize_partial(src);
     let eof = tokens.last().copied().unwrap_or(Token {
         kind: TokenKind::Eof,
         text: "",
@@ -47,6 +47,7 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
     let mut parser = Parser {
         tokens,
         eof,
+        lex_error,
         pos: 0,
         depth: 0,
     };
@@ -72,7 +73,10 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
 
 struct Parser<'a> {
     tokens: Vec<Token<'a>>,
+    /// The last token: end of input, or where the lexer stopped.
     eof: Token<'a>,
+    /// The lexer's error, reported when the parser reaches the [`TokenKind::Error`] token.
+    lex_error: Option<ExprError>,
     pos: usize,
     depth: usize,
 }
@@ -214,11 +218,14 @@ impl<'a> Parser<'a> {
         let mut items = vec![first];
         loop {
             self.expect_comma_or_close(open, items.last())?;
-            if self.peek().kind == TokenKind::RParen {
-                let close = self.bump();
-                return Ok(Expr::new(ExprKind::Tuple(items), open.span.to(close.span)));
+            match self.peek().kind {
+                TokenKind::RParen => {
+                    let close = self.bump();
+                    return Ok(Expr::new(ExprKind::Tuple(items), open.span.to(close.span)));
+                }
+                TokenKind::Eof => return Err(unclosed(open)),
+                _ => items.push(self.expr_bp(0)?),
             }
-            items.push(self.expr_bp(0)?);
         }
     }
 
@@ -253,6 +260,9 @@ impl<'a> Parser<'a> {
         self.bump();
         let field = self.peek();
         if field.kind != TokenKind::Ident {
+            if let Some(err) = self.lexer_error(field) {
+                return Err(err);
+            }
             let err = ExprError::syntax(
                 field.span,
                 format!(
@@ -357,7 +367,19 @@ impl<'a> Parser<'a> {
         Ok(Arg { name: None, value })
     }
 
+    /// The lexer's error, if `token` is where the lexer stopped.
+    fn lexer_error(&self, token: Token<'a>) -> Option<ExprError> {
+        if token.kind == TokenKind::Error {
+            self.lex_error.clone()
+        } else {
+            None
+        }
+    }
+
     fn expected_expression(&self, token: Token<'a>) -> ExprError {
+        if let Some(err) = self.lexer_error(token) {
+            return err;
+        }
         let err = match token.kind {
             TokenKind::Eof => return ExprError::syntax(token.span, "expected an expression"),
             _ => ExprError::syntax(
@@ -378,6 +400,9 @@ impl<'a> Parser<'a> {
 
     /// An error for `token` where `expected` should be, after the expression `after`.
     fn unexpected(&self, token: Token<'a>, expected: &str, after: Option<&Expr>) -> ExprError {
+        if let Some(err) = self.lexer_error(token) {
+            return err;
+        }
         let err = ExprError::syntax(
             token.span,
             format!("expected {expected}, found {}", token.describe()),
@@ -455,4 +480,253 @@ fn infix_op(kind: TokenKind) -> Option<BinOp> {
         TokenKind::OrOr => BinOp::Or,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    /// Parses and prints back canonically.
+    fn canon(src: &str) -> String {
+        parse(src)
+            .unwrap_or_else(|e| panic!("{src}: {}", e.render(src)))
+            .to_source()
+    }
+
+    fn err(src: &str) -> ExprError {
+        parse(src).expect_err(src)
+    }
+
+    fn at(src: &str) -> (usize, usize) {
+        let e = err(src);
+        (e.span.start, e.span.end)
+    }
+
+    #[test]
+    fn precedence_and_associativity_are_c() {
+        assert_eq!(canon("a+b*c"), "a + b * c");
+        assert_eq!(canon("(a+b)*c"), "(a + b) * c");
+        assert_eq!(canon("a-b-c"), "a - b - c");
+        assert_eq!(canon("a-(b-c)"), "a - (b - c)");
+        assert_eq!(canon("a/b*c%d"), "a / b * c % d");
+        assert_eq!(canon("a || b && c"), "a || b && c");
+        assert_eq!(canon("(a || b) && c"), "(a || b) && c");
+        assert_eq!(canon("a < b == c"), "a < b == c");
+        assert_eq!(canon("a == (b == c)"), "a == (b == c)");
+        assert_eq!(canon("!a && -b < c"), "!a && -b < c");
+        assert_eq!(canon("-x.dim[0]"), "-x.dim[0]");
+        assert_eq!(canon("(-x).dim"), "(-x).dim");
+        assert_eq!(canon("--5"), "--5");
+        assert_eq!(canon("((((a))))"), "a");
+    }
+
+    #[test]
+    fn tree_shape_and_spans() {
+        let e = parse("a + b * c").unwrap();
+        let ExprKind::Binary {
+            op: BinOp::Add,
+            op_span,
+            rhs,
+            ..
+        } = &e.kind
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(*op_span, Span::new(2, 3));
+        assert_eq!(rhs.span, Span::new(4, 9));
+        assert!(matches!(rhs.kind, ExprKind::Binary { op: BinOp::Mul, .. }));
+        assert_eq!(e.span, Span::new(0, 9));
+        let e = parse(" (a + b) * c").unwrap();
+        let ExprKind::Binary { lhs, .. } = &e.kind else {
+            panic!()
+        };
+        assert_eq!(
+            lhs.span,
+            Span::new(1, 8),
+            "grouping parentheses widen the span"
+        );
+        assert_eq!(e.span, Span::new(1, 12));
+        let e = parse("x.dim[1]").unwrap();
+        let ExprKind::Index { base, index } = &e.kind else {
+            panic!()
+        };
+        assert_eq!(
+            (base.span, index.span, e.span),
+            (Span::new(0, 5), Span::new(6, 7), Span::new(0, 8))
+        );
+        let ExprKind::Member {
+            field, field_span, ..
+        } = &base.kind
+        else {
+            panic!()
+        };
+        assert_eq!((field.as_str(), *field_span), ("dim", Span::new(2, 5)));
+        let e = parse("-\tx").unwrap();
+        assert_eq!(e.span, Span::new(0, 3));
+    }
+
+    #[test]
+    fn tuples_and_calls() {
+        assert_eq!(canon("()"), "()");
+        assert_eq!(canon("(1,)"), "(1,)");
+        assert_eq!(canon("(1, 2,)"), "(1, 2)");
+        assert_eq!(canon("((1, 2), (3,))[0]"), "((1, 2), (3,))[0]");
+        assert_eq!(canon("min(a,b,)"), "min(a, b)");
+        assert_eq!(canon("f()"), "f()");
+        let src = "from_params(N=x.dim[0], C = x.dim[1])";
+        assert_eq!(canon(src), "from_params(N=x.dim[0], C=x.dim[1])");
+        let ExprKind::Call {
+            name,
+            name_span,
+            args,
+        } = parse(src).unwrap().kind
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (name.as_str(), name_span),
+            ("from_params", Span::new(0, 11))
+        );
+        assert_eq!(args[0].name, Some(("N".to_owned(), Span::new(12, 13))));
+        assert_eq!(args[1].name, Some(("C".to_owned(), Span::new(24, 25))));
+        assert_eq!(args[1].value.span, Span::new(28, 36));
+        assert_eq!(canon("passthrough(x)"), "passthrough(x)");
+        assert_eq!(canon("conv2d(params)"), "conv2d(params)");
+    }
+
+    #[test]
+    fn empty_and_missing_operands() {
+        let e = err("");
+        assert_eq!(
+            (e.span, e.message.as_str(), e.kind),
+            (Span::at(0), "expected an expression", ExprErrorKind::Syntax)
+        );
+        assert_eq!(err(" \t ").span, Span::at(3));
+        assert_eq!(at("a +"), (3, 3));
+        assert_eq!(at("a + * b"), (4, 5));
+        assert_eq!(err("a + * b").message, "expected an expression, found `*`");
+        assert_eq!(at("x.dim[]"), (6, 7));
+        assert_eq!(at("(,)"), (1, 2));
+        assert_eq!(
+            err("+a").help.as_deref(),
+            Some("unary `+` is not supported; remove it")
+        );
+    }
+
+    #[test]
+    fn helpful_syntax_errors() {
+        let e = err("groups = 1");
+        assert_eq!(
+            (e.span, e.help.as_deref()),
+            (Span::new(7, 8), Some("use `==` to compare"))
+        );
+        let e = err("same_as=x.dim[1]");
+        assert_eq!(e.span, Span::new(7, 8));
+        assert!(e.help.unwrap().contains("shorthand"));
+        let e = err("a and b");
+        assert_eq!(
+            (e.span, e.help.as_deref()),
+            (Span::new(2, 5), Some("use `&&` for logical and"))
+        );
+        let e = err("a or b");
+        assert_eq!(
+            (e.span, e.help.as_deref()),
+            (Span::new(2, 4), Some("use `||` for logical or"))
+        );
+        let e = err("not a");
+        assert_eq!(
+            (e.span, e.help.as_deref()),
+            (Span::new(0, 3), Some("use `!` for logical not"))
+        );
+        let e = err("a b");
+        assert_eq!(e.span, Span::new(2, 3));
+        assert_eq!(
+            e.message,
+            "expected an operator or the end of the expression, found identifier `b`"
+        );
+        assert_eq!(at("a < b < c"), (6, 7));
+        assert!(err("a == b != c").message.contains("cannot be chained"));
+        assert_eq!(at("a)"), (1, 2));
+        assert_eq!(at("x.0"), (2, 3));
+        assert_eq!(
+            err("x.0").help.as_deref(),
+            Some("index tuples with brackets: `[0]`")
+        );
+        assert_eq!(at("x.dim(1)"), (5, 6));
+        assert_eq!(at("f(N=1, 2)"), (7, 8));
+        assert_eq!(at("f(N=1, N=2)"), (7, 8));
+        assert_eq!(at("(a b)"), (3, 4));
+    }
+
+    #[test]
+    fn unclosed_brackets_point_at_the_opener() {
+        for (src, start) in [
+            ("(a + b", 0),
+            ("x.dim[1", 5),
+            ("min(a, b", 3),
+            ("f(", 1),
+            ("(a,", 0),
+        ] {
+            let e = err(src);
+            assert_eq!(e.span, Span::new(start, start + 1), "{src}");
+            assert!(e.message.starts_with("unclosed"), "{src}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_fails_fast_at_the_opener() {
+        let src = format!("{}1{}", "(".repeat(5000), ")".repeat(5000));
+        let e = err(&src);
+        assert_eq!(e.kind, ExprErrorKind::Budget);
+        assert_eq!(e.span, Span::new(MAX_DEPTH, MAX_DEPTH + 1));
+        let ok = format!("{}1{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert_eq!(canon(&ok), "1");
+        for (opener, at) in [
+            ("-", MAX_DEPTH),
+            ("!", MAX_DEPTH),
+            ("a[", 2 * MAX_DEPTH + 1),
+            ("f(", 2 * MAX_DEPTH + 1),
+        ] {
+            let src = format!("{}0", opener.repeat(5000));
+            let e = err(&src);
+            assert_eq!(
+                (e.kind, e.span),
+                (ExprErrorKind::Budget, Span::new(at, at + 1)),
+                "{opener}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_chains_are_bounded_by_height() {
+        let ok = vec!["1"; MAX_HEIGHT + 1].join("+");
+        assert!(parse(&ok).is_ok());
+        let deep = vec!["1"; MAX_HEIGHT + 2].join("+");
+        let e = err(&deep);
+        assert_eq!(e.kind, ExprErrorKind::Budget);
+        assert_eq!(e.span, Span::new(0, 1));
+    }
+
+    #[test]
+    fn source_length_budget() {
+        let huge = "a+".repeat(512 * 1024) + "a";
+        let e = err(&huge);
+        assert_eq!(e.kind, ExprErrorKind::Budget);
+        assert_eq!(e.span, Span::new(MAX_SOURCE_LEN, huge.len()));
+        let multibyte = format!("{}·", "a".repeat(MAX_SOURCE_LEN - 1));
+        assert_eq!(
+            err(&multibyte).span.start,
+            MAX_SOURCE_LEN - 1,
+            "span starts on a char boundary"
+        );
+    }
+
+    #[test]
+    fn numbers_past_u64_and_tabs() {
+        let e = err("x_shape[0] * 123456789012345678901234567890");
+        assert_eq!(e.span, Span::new(13, 43));
+        assert_eq!(canon("\tgroups\t==\t1\n"), "groups == 1");
+        assert_eq!(canon("1_000 * 2"), "1000 * 2");
+    }
 }
