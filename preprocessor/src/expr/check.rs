@@ -3,16 +3,20 @@
 //!
 //! [`check`] walks the tree once and collects **all** errors (an ill-typed subexpression gets
 //! [`Type::Any`] so that one mistake does not cascade). The typing rules and their messages
-//! live here and are shared with the evaluator, so a runtime error reads exactly like the
+//! (in `rules.rs`) are shared with the evaluator, so a runtime error reads exactly like the
 //! static one. Every closed subexpression (no names, no calls) is also evaluated, so constant
 //! overflow and division by a constant zero are caught statically.
 
 use std::collections::BTreeMap;
 
-use super::ast::{Arg, BinOp, Expr, ExprKind, UnOp};
-use super::error::{ExprError, ExprErrorKind, unknown_help};
+use super::ast::{Arg, BinOp, Expr, ExprKind};
+use super::error::{ExprError, ExprErrorKind};
 use super::eval::{Bindings, eval};
 use super::parser::MAX_HEIGHT;
+use super::rules::{
+    Builtin, arity, bad_index_type, binary_type, division_by_zero, index_out_of_range, member_type,
+    no_keywords, not_indexable, too_deep, unary_type, unknown_function, unknown_name,
+};
 use super::span::Span;
 use super::value::{Type, Value};
 
@@ -279,267 +283,11 @@ fn check_sig(
     Ok(())
 }
 
-/// The built-in functions: `divisible(a, b)`, `min(a, b, ...)`, `max(a, b, ...)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Builtin {
-    /// `divisible(a, b)`: `b != 0 && a % b == 0` (false, not an error, when `b == 0`).
-    Divisible,
-    /// `min(a, b, ...)`: the smallest of two or more integers.
-    Min,
-    /// `max(a, b, ...)`: the largest of two or more integers.
-    Max,
-}
-
-impl Builtin {
-    pub(crate) const NAMES: [&'static str; 3] = ["divisible", "max", "min"];
-
-    pub(crate) fn lookup(name: &str) -> Option<Builtin> {
-        match name {
-            "divisible" => Some(Builtin::Divisible),
-            "min" => Some(Builtin::Min),
-            "max" => Some(Builtin::Max),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Builtin::Divisible => "divisible",
-            Builtin::Min => "min",
-            Builtin::Max => "max",
-        }
-    }
-
-    /// Checks argument count and types (`int` each); the result type.
-    pub(crate) fn check(self, args: &[(Type, Span)], span: Span) -> Result<Type, ExprError> {
-        let (ok, expected, returns) = match self {
-            Builtin::Divisible => (args.len() == 2, "2", Type::Bool),
-            Builtin::Min | Builtin::Max => (args.len() >= 2, "at least 2", Type::Int),
-        };
-        if !ok {
-            return Err(arity(self.name(), expected, args.len(), span));
-        }
-        for (i, (t, arg_span)) in args.iter().enumerate() {
-            if !t.compatible(&Type::Int) {
-                return Err(ExprError::new(
-                    ExprErrorKind::Type,
-                    *arg_span,
-                    format!(
-                        "argument {} of `{}` must be int, found {t}",
-                        i + 1,
-                        self.name()
-                    ),
-                ));
-            }
-        }
-        Ok(returns)
-    }
-}
-
-// ---- Typing rules and messages shared with the evaluator ------------------------------------
-
-/// The result type of `op` on operands of types `lhs` and `rhs`, or the error (located at the
-/// first offending operand, or at the whole expression when `==` compares unlike types).
-pub(crate) fn binary_type(
-    op: BinOp,
-    lhs: (&Type, Span),
-    rhs: (&Type, Span),
-    whole: Span,
-) -> Result<Type, ExprError> {
-    let (lt, rt) = (lhs.0, rhs.0);
-    let mismatch = |span| {
-        ExprError::new(
-            ExprErrorKind::Type,
-            span,
-            format!("cannot {} {lt} and {rt}", op.verb()),
-        )
-    };
-    if matches!(op, BinOp::Eq | BinOp::Ne) {
-        if !lt.compatible(rt) {
-            return Err(
-                mismatch(whole).with_help("both sides of `==` / `!=` must have the same type")
-            );
-        }
-        if !lt.is_equatable() || !rt.is_equatable() {
-            return Err(
-                mismatch(whole).with_help("records cannot be compared; compare their fields")
-            );
-        }
-        return Ok(Type::Bool);
-    }
-    let (want, result) = if op.is_logical() {
-        (Type::Bool, Type::Bool)
-    } else if op.is_comparison() {
-        (Type::Int, Type::Bool)
-    } else {
-        (Type::Int, Type::Int)
-    };
-    for (t, span) in [lhs, rhs] {
-        if !t.compatible(&want) {
-            return Err(
-                mismatch(span).with_help(format!("`{op}` needs {want} operands; this one is {t}"))
-            );
-        }
-    }
-    Ok(result)
-}
-
-/// The result type of a prefix operator on `t`, or the error at the operand.
-pub(crate) fn unary_type(op: UnOp, t: &Type, span: Span) -> Result<Type, ExprError> {
-    let (want, message, help) = match op {
-        UnOp::Neg => (Type::Int, format!("cannot negate {t}"), None),
-        UnOp::Not => (
-            Type::Bool,
-            format!("cannot apply `!` to {t}"),
-            Some("to test an int, compare it: `n == 0`"),
-        ),
-    };
-    if t.compatible(&want) {
-        return Ok(want);
-    }
-    let help = help.filter(|_| *t == Type::Int).map(str::to_owned);
-    Err(ExprError::new(ExprErrorKind::Type, span, message).with_help_opt(help))
-}
-
-/// The type of `base.field` where `base` has type `t`.
-pub(crate) fn member_type(
-    t: &Type,
-    base: &Expr,
-    field: &str,
-    span: Span,
-) -> Result<Type, ExprError> {
-    match t {
-        Type::Any => Ok(Type::Any),
-        Type::Record(fields) => t.field(field).cloned().ok_or_else(|| {
-            let names = fields.iter().map(|(n, _)| n.as_str());
-            ExprError::new(
-                ExprErrorKind::UnknownName,
-                span,
-                format!("`{base}` has no field `{field}`"),
-            )
-            .with_help_opt(unknown_help(field, names, &format!("fields of `{base}`")))
-        }),
-        _ => Err(ExprError::new(
-            ExprErrorKind::Type,
-            span,
-            format!("`{base}` is {t}; it has no field `{field}`"),
-        )),
-    }
-}
-
-pub(crate) fn index_out_of_range(i: i64, len: usize, base: &Expr, span: Span) -> ExprError {
-    let help = match len {
-        0 => "the tuple is empty".to_owned(),
-        _ => format!("valid indices are 0 to {}", len - 1),
-    };
-    ExprError::new(
-        ExprErrorKind::IndexOutOfRange,
-        span,
-        format!("index {i} is out of range for `{base}` of length {len}"),
-    )
-    .with_help(help)
-}
-
-pub(crate) fn bad_index_type(t: &Type, span: Span) -> ExprError {
-    ExprError::new(
-        ExprErrorKind::Type,
-        span,
-        format!("a tuple index must be int, found {t}"),
-    )
-}
-
-pub(crate) fn not_indexable(t: &Type, base: &Expr, span: Span) -> ExprError {
-    let err = ExprError::new(
-        ExprErrorKind::Type,
-        span,
-        format!("cannot index `{base}` of type {t}"),
-    );
-    match t.field("dim") {
-        Some(_) => err.with_help(format!("operand dims are indexed as `{base}.dim[i]`")),
-        None => err,
-    }
-}
-
-pub(crate) fn division_by_zero(op: BinOp, divisor: &Expr) -> ExprError {
-    let what = if op == BinOp::Div {
-        "division"
-    } else {
-        "remainder"
-    };
-    let message = match divisor.kind {
-        ExprKind::Int(_) => format!("{what} by zero"),
-        _ => format!("{what} by zero: `{divisor}` is 0"),
-    };
-    ExprError::new(ExprErrorKind::DivisionByZero, divisor.span, message)
-}
-
-pub(crate) fn unknown_name(
-    name: &str,
-    span: Span,
-    names: Vec<&str>,
-    functions: &[&str],
-) -> ExprError {
-    let err = ExprError::new(
-        ExprErrorKind::UnknownName,
-        span,
-        format!("unknown name `{name}`"),
-    );
-    if functions.contains(&name) {
-        return err.with_help(format!("`{name}` is a function; call it: `{name}(...)`"));
-    }
-    err.with_help_opt(unknown_help(name, names, "names in scope"))
-}
-
-pub(crate) fn unknown_function(
-    name: &str,
-    span: Span,
-    functions: &[&str],
-    is_name: bool,
-) -> ExprError {
-    let err = ExprError::new(
-        ExprErrorKind::UnknownFunction,
-        span,
-        format!("unknown function `{name}`"),
-    );
-    if is_name {
-        return err.with_help(format!("`{name}` is a value, not a function"));
-    }
-    err.with_help_opt(unknown_help(name, functions.iter().copied(), "functions"))
-}
-
-pub(crate) fn no_keywords(name: &str, args: &[Arg]) -> Result<(), ExprError> {
-    match args.iter().find_map(|a| a.name.as_ref()) {
-        Some((keyword, span)) => Err(ExprError::new(
-            ExprErrorKind::Arity,
-            *span,
-            format!("`{name}` takes no keyword arguments (found `{keyword}=`)"),
-        )),
-        None => Ok(()),
-    }
-}
-
-pub(crate) fn arity(name: &str, expected: &str, found: usize, span: Span) -> ExprError {
-    let plural = if expected == "1" { "" } else { "s" };
-    ExprError::new(
-        ExprErrorKind::Arity,
-        span,
-        format!("`{name}` takes {expected} argument{plural}, but {found} given"),
-    )
-}
-
-pub(crate) fn too_deep(span: Span) -> ExprError {
-    ExprError::new(
-        ExprErrorKind::Budget,
-        span,
-        format!("expression nests more than {MAX_HEIGHT} operations deep"),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::super::fixtures::{SEED, bindings};
-    use super::super::parse;
+    use super::super::{UnOp, parse};
     use super::*;
 
     fn conv2d_scope() -> Scope {

@@ -10,12 +10,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::ast::{Arg, BinOp, Expr, ExprKind, UnOp};
-use super::check::{
-    Builtin, Scope, arity, bad_index_type, binary_type, division_by_zero, index_out_of_range,
-    member_type, no_keywords, not_indexable, too_deep, unary_type, unknown_function, unknown_name,
-};
+use super::check::Scope;
 use super::error::{ExprError, ExprErrorKind};
 use super::parser::MAX_HEIGHT;
+use super::rules::{
+    Builtin, arity, bad_index_type, binary_type, division_by_zero, index_out_of_range, member_type,
+    no_keywords, not_indexable, too_deep, unary_type, unknown_function, unknown_name,
+};
 use super::span::Span;
 use super::value::{Type, Value};
 

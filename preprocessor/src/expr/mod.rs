@@ -65,6 +65,7 @@ mod error;
 mod eval;
 mod lexer;
 mod parser;
+mod rules;
 mod span;
 mod value;
 
