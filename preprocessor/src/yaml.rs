@@ -47,6 +47,48 @@ impl Value {
     }
 }
 
+impl Node {
+    /// A canonical text of the value: independent of layout, quoting and comments, so that
+    /// hashing it identifies what a block says rather than how it is formatted. Mapping entries
+    /// whose key is in `skip` are left out (at the top level only).
+    pub fn canonical(&self, skip: &[&str]) -> String {
+        let mut out = String::new();
+        self.write_canonical(&mut out, skip);
+        out
+    }
+
+    fn write_canonical(&self, out: &mut String, skip: &[&str]) {
+        match &self.value {
+            Value::Null => out.push('~'),
+            Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+            Value::Int(number) => out.push_str(&number.to_string()),
+            Value::Float(number) => out.push_str(&format!("{number:?}")),
+            Value::Str(text) => out.push_str(&format!("{text:?}")),
+            Value::Seq(items) => {
+                out.push('[');
+                for item in items {
+                    item.write_canonical(out, &[]);
+                    out.push(',');
+                }
+                out.push(']');
+            }
+            Value::Map(entries) => {
+                out.push('{');
+                for (key, value) in entries {
+                    if matches!(&key.value, Value::Str(name) if skip.contains(&name.as_str())) {
+                        continue;
+                    }
+                    key.write_canonical(out, &[]);
+                    out.push(':');
+                    value.write_canonical(out, &[]);
+                    out.push(',');
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
 /// Why a YAML block could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum YamlErrorKind {
@@ -81,8 +123,8 @@ pub fn parse(text: &str) -> Result<Node, YamlError> {
             offset,
         });
     }
-    let spanned: Spanned<Raw> =
-        serde_saphyr::from_str_with_options(text, options()).map_err(|e| convert_error(text, &e))?;
+    let spanned: Spanned<Raw> = serde_saphyr::from_str_with_options(text, options())
+        .map_err(|e| convert_error(text, &e))?;
     let mut node = to_node(spanned);
     node.span.end = node.span.end.min(text.len());
     Ok(node)
@@ -245,7 +287,9 @@ impl<'de> Visitor<'de> for RawVisitor {
     }
 
     fn visit_u128<E: de::Error>(self, v: u128) -> Result<Raw, E> {
-        Ok(Raw::Leaf(i128::try_from(v).map_or(Value::Float(v as f64), Value::Int)))
+        Ok(Raw::Leaf(
+            i128::try_from(v).map_or(Value::Float(v as f64), Value::Int),
+        ))
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Raw, E> {
@@ -296,12 +340,15 @@ mod tests {
 
     #[test]
     fn every_value_keeps_its_byte_span() {
-        let text = "kernel: conv2d\naccept:\n  inputs:\n    - name: x\n      rank: 4 # [N, C, H, W]\n";
+        let text =
+            "kernel: conv2d\naccept:\n  inputs:\n    - name: x\n      rank: 4 # [N, C, H, W]\n";
         let root = parse(text).unwrap();
         let kernel = map_entry(&root, "kernel");
         assert_eq!(&text[kernel.span.clone()], "conv2d");
         let inputs = map_entry(map_entry(&root, "accept"), "inputs");
-        let Value::Seq(items) = &inputs.value else { panic!() };
+        let Value::Seq(items) = &inputs.value else {
+            panic!()
+        };
         let rank = map_entry(&items[0], "rank");
         assert_eq!(rank.value, Value::Int(4));
         assert_eq!(&text[rank.span.clone()], "4");
@@ -315,6 +362,14 @@ mod tests {
         assert_eq!(map_entry(&root, "b").value, Value::Str("4".into()));
         let kind = map_entry(map_entry(&root, "c"), "kind");
         assert_eq!(&text[kind.span.clone()], "\"[usize; 4]\"");
+    }
+
+    #[test]
+    fn canonical_text_ignores_layout_and_comments() {
+        let a = parse("a: 1 # one\nb: { c: \"x\" }\nh: auto\n").unwrap();
+        let b = parse("a: 1\nb:\n  c: x\nh: 12ab\n").unwrap();
+        assert_eq!(a.canonical(&["h"]), b.canonical(&["h"]));
+        assert_ne!(a.canonical(&[]), b.canonical(&[]));
     }
 
     #[test]
@@ -336,7 +391,11 @@ mod tests {
     fn alias_bombs_hit_the_budget() {
         let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
         for level in 0..9 {
-            let prev = if level == 0 { 'a' } else { (b'a' + level) as char };
+            let prev = if level == 0 {
+                'a'
+            } else {
+                (b'a' + level) as char
+            };
             let next = (b'b' + level) as char;
             text.push_str(&format!(
                 "{next}: &{next} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
@@ -367,6 +426,9 @@ mod tests {
     #[test]
     fn huge_numbers_do_not_panic() {
         let root = parse("a: 123456789012345678901234567890123456789012345\n").unwrap();
-        assert!(matches!(map_entry(&root, "a").value, Value::Float(_) | Value::Str(_) | Value::Int(_)));
+        assert!(matches!(
+            map_entry(&root, "a").value,
+            Value::Float(_) | Value::Str(_) | Value::Int(_)
+        ));
     }
 }

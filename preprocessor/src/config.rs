@@ -1,0 +1,103 @@
+//! The `[preprocessor.fkc]` table of book.toml. mdBook's own keys (`command`, `before`, `after`,
+//! `renderers`, `optional`) are allowed beside ours; anything else is an error, so a misspelt
+//! option is never silently ignored.
+
+use crate::diag::did_you_mean;
+use std::path::PathBuf;
+
+/// What a failing contract does to the build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFailure {
+    /// Print the diagnostics and fail the build (the CI gate; the default).
+    #[default]
+    Bail,
+    /// Show each failure in the page as an error box, warn on stderr, and keep building
+    /// (for `mdbook serve`).
+    Continue,
+}
+
+/// The options of `[preprocessor.fkc]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    pub on_failure: OnFailure,
+    /// A directory whose `NAME.html.tera` files replace the built-in templates (relative to the
+    /// book root).
+    pub template_dir: Option<PathBuf>,
+}
+
+const OWN_KEYS: &[&str] = &["on-failure", "template-dir"];
+const MDBOOK_KEYS: &[&str] = &["command", "before", "after", "renderers", "optional"];
+
+impl Options {
+    /// Reads the table (`None` when book.toml has no `[preprocessor.fkc]`).
+    pub fn from_table(table: Option<&serde_json::Value>) -> Result<Self, String> {
+        let mut options = Options::default();
+        let Some(table) = table else {
+            return Ok(options);
+        };
+        let Some(entries) = table.as_object() else {
+            return Err("`[preprocessor.fkc]` must be a table".to_owned());
+        };
+        for (key, value) in entries {
+            match key.as_str() {
+                "on-failure" => options.on_failure = on_failure(value)?,
+                "template-dir" => {
+                    let dir = value
+                        .as_str()
+                        .ok_or("`preprocessor.fkc.template-dir` must be a string (a directory)")?;
+                    options.template_dir = Some(PathBuf::from(dir));
+                }
+                key if MDBOOK_KEYS.contains(&key) => {}
+                unknown => return Err(unknown_key(unknown)),
+            }
+        }
+        Ok(options)
+    }
+}
+
+fn on_failure(value: &serde_json::Value) -> Result<OnFailure, String> {
+    match value.as_str() {
+        Some("bail") => Ok(OnFailure::Bail),
+        Some("continue") => Ok(OnFailure::Continue),
+        _ => Err(format!(
+            "`preprocessor.fkc.on-failure` must be \"bail\" or \"continue\", found {value}"
+        )),
+    }
+}
+
+fn unknown_key(key: &str) -> String {
+    let known = OWN_KEYS.iter().chain(MDBOOK_KEYS).copied();
+    match did_you_mean(key, known) {
+        Some(suggestion) => {
+            format!("unknown option `preprocessor.fkc.{key}`; did you mean `{suggestion}`?")
+        }
+        None => format!(
+            "unknown option `preprocessor.fkc.{key}`; the options are: {}",
+            OWN_KEYS.join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_options_and_allows_mdbook_keys() {
+        let table = json!({"command": "x", "before": ["links"], "on-failure": "continue", "template-dir": "t"});
+        let options = Options::from_table(Some(&table)).unwrap();
+        assert_eq!(options.on_failure, OnFailure::Continue);
+        assert_eq!(options.template_dir, Some(PathBuf::from("t")));
+        assert_eq!(Options::from_table(None).unwrap(), Options::default());
+    }
+
+    #[test]
+    fn rejects_unknown_and_invalid_options() {
+        let error = Options::from_table(Some(&json!({"on-failur": "bail"}))).unwrap_err();
+        assert!(error.contains("did you mean `on-failure`"), "{error}");
+        let error = Options::from_table(Some(&json!({"on-failure": "explode"}))).unwrap_err();
+        assert!(error.contains("\"bail\" or \"continue\""), "{error}");
+    }
+}

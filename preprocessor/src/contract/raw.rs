@@ -1,0 +1,621 @@
+//! The contract as written: every field of the FKC format (design §3) read from located YAML,
+//! each value with its span in the author's file and its YAML comment. Nothing is interpreted
+//! yet: expressions are still text and names are not bound (that is [`super::resolved`]).
+
+use super::schema::{Fields, Located, Nullable, Reader};
+use crate::diag::Code;
+use crate::yaml::{Node, Value};
+use fuel_reference_backend::dtype::DType;
+use std::ops::Range;
+
+/// How an operand's layout property is treated by the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutRequirement {
+    Required,
+    Accepted,
+    Rejected,
+}
+
+impl LayoutRequirement {
+    pub const WORDS: &[(&str, LayoutRequirement)] = &[
+        ("required", LayoutRequirement::Required),
+        ("accepted", LayoutRequirement::Accepted),
+        ("rejected", LayoutRequirement::Rejected),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LayoutRequirement::Required => "required",
+            LayoutRequirement::Accepted => "accepted",
+            LayoutRequirement::Rejected => "rejected",
+        }
+    }
+}
+
+/// The five layout properties of an operand view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawLayout {
+    pub span: Range<usize>,
+    pub contiguous: Option<Located<LayoutRequirement>>,
+    pub strided: Option<Located<LayoutRequirement>>,
+    pub broadcast_stride0: Option<Located<LayoutRequirement>>,
+    pub start_offset: Option<Located<LayoutRequirement>>,
+    pub reverse_strides: Option<Located<LayoutRequirement>>,
+}
+
+impl RawLayout {
+    pub const FIELDS: &[&str] = &[
+        "contiguous",
+        "strided",
+        "broadcast_stride0",
+        "start_offset",
+        "reverse_strides",
+    ];
+
+    /// (name, requirement) pairs in format order.
+    pub fn flags(&self) -> [(&'static str, Option<&Located<LayoutRequirement>>); 5] {
+        [
+            ("contiguous", self.contiguous.as_ref()),
+            ("strided", self.strided.as_ref()),
+            ("broadcast_stride0", self.broadcast_stride0.as_ref()),
+            ("start_offset", self.start_offset.as_ref()),
+            ("reverse_strides", self.reverse_strides.as_ref()),
+        ]
+    }
+}
+
+/// One entry of `accept.inputs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawInput {
+    pub span: Range<usize>,
+    pub name: Located<String>,
+    pub dtypes: Vec<Located<DType>>,
+    pub dtypes_span: Range<usize>,
+    pub layout: Option<RawLayout>,
+    pub rank: Option<Located<u64>>,
+    pub shape_constraint: Option<Located<String>>,
+    pub optional: Option<Located<bool>>,
+}
+
+/// One entry of `op_params.fields`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawParamField {
+    pub name: Located<String>,
+    pub kind: Located<String>,
+    pub constraint: Option<Located<String>>,
+    pub note: Option<Located<String>>,
+}
+
+/// `op_params`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawOpParams {
+    pub span: Range<usize>,
+    pub variant: Option<Located<String>>,
+    pub fields: Vec<RawParamField>,
+}
+
+/// One entry of `return.outputs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawOutput {
+    pub span: Range<usize>,
+    pub name: Located<String>,
+    pub dtype_rule: Option<Located<String>>,
+    pub shape_rule: Option<Located<String>>,
+    pub layout_guarantee: Option<Located<String>>,
+    pub aliasing: Option<Located<String>>,
+}
+
+/// One entry of `caps.fast_paths`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawFastPath {
+    pub when: Located<String>,
+    pub note: Option<Located<String>>,
+}
+
+/// `caps`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawCaps {
+    pub awkward_layout_strategy: Option<Located<String>>,
+    pub fast_paths: Vec<RawFastPath>,
+    pub in_place: Option<Located<bool>>,
+    pub alignment_bytes: Option<Located<u64>>,
+    pub access_granularity_bits: Option<Located<u64>>,
+}
+
+/// `cost.memory`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawMemory {
+    pub device_bytes: Nullable<String>,
+    pub host_bytes: Nullable<String>,
+    pub disk_bytes: Nullable<String>,
+}
+
+/// `cost`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawCost {
+    pub provenance: Option<Located<String>>,
+    pub class: Option<Located<String>>,
+    pub flops: Nullable<String>,
+    pub bytes_moved: Nullable<String>,
+    pub overhead_ns: Nullable<String>,
+    pub memory: Option<RawMemory>,
+}
+
+/// `precision`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawPrecision {
+    pub bit_stable_on_same_hardware: Option<Located<bool>>,
+    pub max_ulp: Nullable<u64>,
+    pub max_relative: Nullable<f64>,
+    pub max_absolute: Nullable<f64>,
+    pub audited: Option<Located<bool>>,
+    pub notes: Option<Located<String>>,
+}
+
+/// What `kernel_revision_hash` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RevisionHash {
+    Auto,
+    Authored(String),
+}
+
+/// `entry_point`: one symbol whose dtype suffix is substituted per dtype, or a map dtype → symbol.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryPointSpec {
+    Template(String),
+    PerDtype(Vec<(Located<DType>, Located<String>)>),
+}
+
+/// The contract as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawContract {
+    /// The whole fence body in the file.
+    pub span: Range<usize>,
+    /// The canonical text of the contract without `kernel_revision_hash` (what the hash covers).
+    pub canonical: String,
+    pub kernel: Located<String>,
+    pub op_kind: Option<Located<String>>,
+    pub registrable: Option<Located<bool>>,
+    pub blurb: Option<Located<String>>,
+    pub backend: Option<Located<String>>,
+    pub kernel_source: Option<Located<String>>,
+    pub entry_point: Option<Located<EntryPointSpec>>,
+    pub kernel_revision_hash: Option<Located<RevisionHash>>,
+    pub inputs: Vec<RawInput>,
+    pub op_params: Option<RawOpParams>,
+    pub outputs: Vec<RawOutput>,
+    pub caps: Option<RawCaps>,
+    pub cost: Option<RawCost>,
+    pub precision: Option<RawPrecision>,
+    pub determinism: Option<Located<Determinism>>,
+}
+
+/// `determinism`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Determinism {
+    /// Repeated runs on the same hardware are bit-identical.
+    SameHardwareBitwise,
+    /// Bit-identical on every hardware.
+    CrossHardwareBitwise,
+    /// No promise.
+    Nondeterministic,
+}
+
+impl Determinism {
+    pub const WORDS: &[(&str, Determinism)] = &[
+        ("same_hardware_bitwise", Determinism::SameHardwareBitwise),
+        ("cross_hardware_bitwise", Determinism::CrossHardwareBitwise),
+        ("nondeterministic", Determinism::Nondeterministic),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Determinism::SameHardwareBitwise => "same_hardware_bitwise",
+            Determinism::CrossHardwareBitwise => "cross_hardware_bitwise",
+            Determinism::Nondeterministic => "nondeterministic",
+        }
+    }
+}
+
+const CONTRACT_FIELDS: &[&str] = &[
+    "kernel",
+    "op_kind",
+    "registrable",
+    "blurb",
+    "backend",
+    "kernel_source",
+    "entry_point",
+    "kernel_revision_hash",
+    "accept",
+    "op_params",
+    "return",
+    "caps",
+    "cost",
+    "precision",
+    "determinism",
+];
+
+/// The nested sections of a contract and their fields (to recognise lost indentation).
+const CONTRACT_SECTIONS: &[(&str, &[&str])] = &[
+    ("accept", &["inputs"]),
+    ("op_params", &["variant", "fields"]),
+    ("return", &["outputs"]),
+    ("caps", CAPS_FIELDS),
+    ("cost", COST_FIELDS),
+    ("precision", PRECISION_FIELDS),
+];
+
+const DTYPE_WORDS: &[(&str, DType)] = &[
+    ("F32", DType::F32),
+    ("F64", DType::F64),
+    ("BF16", DType::BF16),
+    ("F16", DType::F16),
+];
+
+/// Reads a contract from its root node. Problems are recorded in the reader; `None` when the
+/// contract is too broken to go on (not a mapping, or no `kernel`).
+pub fn read_contract(reader: &mut Reader<'_>, root: &Node) -> Option<RawContract> {
+    if !matches!(root.value, Value::Map(_)) {
+        reader.error_at(
+            Code::NotAMapping,
+            root,
+            format!(
+                "a contract must be a YAML mapping, found {}",
+                root.value.type_name()
+            ),
+        );
+        return None;
+    }
+    let fields = reader.mapping_with_sections(root, "the contract", CONTRACT_FIELDS, CONTRACT_SECTIONS)?;
+    let kernel = reader
+        .required(&fields, "kernel", "the contract")
+        .and_then(|node| reader.string(node, "kernel"));
+    let contract = RawContract {
+        span: reader.file_span(&root.span),
+        canonical: root.canonical(&["kernel_revision_hash"]),
+        kernel: kernel
+            .clone()
+            .unwrap_or_else(|| reader.located(root, String::new())),
+        op_kind: reader.optional(&fields, "op_kind", |r, n| r.string(n, "op_kind")),
+        registrable: reader.optional(&fields, "registrable", |r, n| r.boolean(n, "registrable")),
+        blurb: reader.optional(&fields, "blurb", |r, n| r.string(n, "blurb")),
+        backend: reader
+            .required(&fields, "backend", "the contract")
+            .and_then(|n| reader.string(n, "backend")),
+        kernel_source: reader
+            .required(&fields, "kernel_source", "the contract")
+            .and_then(|n| reader.string(n, "kernel_source")),
+        entry_point: reader
+            .required(&fields, "entry_point", "the contract")
+            .and_then(|n| read_entry_point(reader, n)),
+        kernel_revision_hash: reader.optional(&fields, "kernel_revision_hash", read_revision_hash),
+        inputs: read_accept(reader, &fields),
+        op_params: reader.optional(&fields, "op_params", read_op_params),
+        outputs: read_return(reader, &fields),
+        caps: reader.optional(&fields, "caps", read_caps),
+        cost: reader.optional(&fields, "cost", read_cost),
+        precision: reader.optional(&fields, "precision", read_precision),
+        determinism: reader.optional(&fields, "determinism", |r, n| {
+            r.word(n, "determinism", Determinism::WORDS)
+        }),
+    };
+    kernel.map(|_| contract)
+}
+
+fn read_entry_point(reader: &mut Reader<'_>, node: &Node) -> Option<Located<EntryPointSpec>> {
+    match &node.value {
+        Value::Str(symbol) => Some(reader.located(node, EntryPointSpec::Template(symbol.clone()))),
+        Value::Map(entries) => {
+            let mut symbols = Vec::new();
+            for (key, value) in entries {
+                let dtype = reader.word(key, "dtype", DTYPE_WORDS);
+                let symbol = reader.string(value, "entry_point symbol");
+                if let (Some(dtype), Some(symbol)) = (dtype, symbol) {
+                    symbols.push((dtype, symbol));
+                }
+            }
+            Some(reader.located(node, EntryPointSpec::PerDtype(symbols)))
+        }
+        _ => {
+            reader.error_at(
+                Code::WrongType,
+                node,
+                "`entry_point` must be a symbol or a mapping from dtype to symbol",
+            );
+            None
+        }
+    }
+}
+
+fn read_revision_hash(reader: &mut Reader<'_>, node: &Node) -> Option<Located<RevisionHash>> {
+    let text = reader.string(node, "kernel_revision_hash")?;
+    Some(text.map(|text| {
+        if text == "auto" {
+            RevisionHash::Auto
+        } else {
+            RevisionHash::Authored(text)
+        }
+    }))
+}
+
+fn read_accept(reader: &mut Reader<'_>, contract: &Fields<'_>) -> Vec<RawInput> {
+    let Some(accept) = reader.required(contract, "accept", "the contract") else {
+        return Vec::new();
+    };
+    let Some(fields) = reader.mapping(accept, "accept", &["inputs"]) else {
+        return Vec::new();
+    };
+    let Some(inputs) = reader.required(&fields, "inputs", "accept") else {
+        return Vec::new();
+    };
+    let items = reader.sequence(inputs, "accept.inputs").unwrap_or_default();
+    items
+        .iter()
+        .filter_map(|item| read_input(reader, item))
+        .collect()
+}
+
+const INPUT_FIELDS: &[&str] = &[
+    "name",
+    "dtypes",
+    "layout",
+    "rank",
+    "shape_constraint",
+    "optional",
+];
+
+fn read_input(reader: &mut Reader<'_>, node: &Node) -> Option<RawInput> {
+    let fields = reader.mapping(node, "an input", INPUT_FIELDS)?;
+    let name = reader
+        .required(&fields, "name", "an input")
+        .and_then(|n| reader.string(n, "name"))?;
+    let (dtypes, dtypes_span) = match reader.required(&fields, "dtypes", "an input") {
+        Some(list) => (read_dtypes(reader, list), reader.file_span(&list.span)),
+        None => (Vec::new(), name.span.clone()),
+    };
+    Some(RawInput {
+        span: reader.file_span(&node.span),
+        name,
+        dtypes,
+        dtypes_span,
+        layout: reader.optional(&fields, "layout", read_layout),
+        rank: reader.optional(&fields, "rank", |r, n| r.unsigned(n, "rank")),
+        shape_constraint: reader.optional(&fields, "shape_constraint", |r, n| {
+            r.expression(n, "shape_constraint")
+        }),
+        optional: reader.optional(&fields, "optional", |r, n| r.boolean(n, "optional")),
+    })
+}
+
+fn read_dtypes(reader: &mut Reader<'_>, node: &Node) -> Vec<Located<DType>> {
+    let items = reader.sequence(node, "dtypes").unwrap_or_default();
+    items
+        .iter()
+        .filter_map(|item| reader.word(item, "dtype", DTYPE_WORDS))
+        .collect()
+}
+
+fn read_layout(reader: &mut Reader<'_>, node: &Node) -> Option<RawLayout> {
+    let fields = reader.mapping(node, "layout", RawLayout::FIELDS)?;
+    let mut flag = |key: &str| {
+        reader.optional(&fields, key, |r, n| {
+            r.word(n, "layout requirement", LayoutRequirement::WORDS)
+        })
+    };
+    Some(RawLayout {
+        contiguous: flag("contiguous"),
+        strided: flag("strided"),
+        broadcast_stride0: flag("broadcast_stride0"),
+        start_offset: flag("start_offset"),
+        reverse_strides: flag("reverse_strides"),
+        span: reader.file_span(&node.span),
+    })
+}
+
+fn read_op_params(reader: &mut Reader<'_>, node: &Node) -> Option<RawOpParams> {
+    let fields = reader.mapping(node, "op_params", &["variant", "fields"])?;
+    let variant = reader.optional(&fields, "variant", |r, n| r.string(n, "op_params.variant"));
+    let mut params = Vec::new();
+    if let Some(table) = fields.get("fields").filter(|n| n.value != Value::Null) {
+        if let Value::Map(entries) = &table.value {
+            for (key, value) in entries {
+                params.extend(read_param_field(reader, key, value));
+            }
+        } else {
+            reader.error_at(
+                Code::WrongType,
+                table,
+                format!(
+                    "`op_params.fields` must be a mapping, found {}",
+                    table.value.type_name()
+                ),
+            );
+        }
+    }
+    Some(RawOpParams {
+        span: reader.file_span(&node.span),
+        variant,
+        fields: params,
+    })
+}
+
+fn read_param_field(reader: &mut Reader<'_>, key: &Node, value: &Node) -> Option<RawParamField> {
+    let name = reader.string(key, "an op-param name")?;
+    let what = format!("op-param `{}`", name.value);
+    let fields = reader.mapping(value, &what, &["kind", "constraint", "note"])?;
+    let kind = reader
+        .required(&fields, "kind", &what)
+        .and_then(|n| reader.string(n, "kind"))?;
+    Some(RawParamField {
+        name,
+        kind,
+        constraint: reader.optional(&fields, "constraint", |r, n| r.expression(n, "constraint")),
+        note: reader.optional(&fields, "note", |r, n| r.string(n, "note")),
+    })
+}
+
+fn read_return(reader: &mut Reader<'_>, contract: &Fields<'_>) -> Vec<RawOutput> {
+    let Some(node) = reader.required(contract, "return", "the contract") else {
+        return Vec::new();
+    };
+    let Some(fields) = reader.mapping(node, "return", &["outputs"]) else {
+        return Vec::new();
+    };
+    let Some(outputs) = reader.required(&fields, "outputs", "return") else {
+        return Vec::new();
+    };
+    let items = reader
+        .sequence(outputs, "return.outputs")
+        .unwrap_or_default();
+    items
+        .iter()
+        .filter_map(|item| read_output(reader, item))
+        .collect()
+}
+
+const OUTPUT_FIELDS: &[&str] = &[
+    "name",
+    "dtype_rule",
+    "shape_rule",
+    "layout_guarantee",
+    "aliasing",
+];
+
+fn read_output(reader: &mut Reader<'_>, node: &Node) -> Option<RawOutput> {
+    let fields = reader.mapping(node, "an output", OUTPUT_FIELDS)?;
+    let name = reader
+        .required(&fields, "name", "an output")
+        .and_then(|n| reader.string(n, "name"))?;
+    Some(RawOutput {
+        span: reader.file_span(&node.span),
+        name,
+        dtype_rule: reader.optional(&fields, "dtype_rule", |r, n| r.string(n, "dtype_rule")),
+        shape_rule: reader.optional(&fields, "shape_rule", |r, n| r.string(n, "shape_rule")),
+        layout_guarantee: reader.optional(&fields, "layout_guarantee", |r, n| {
+            r.one_of(n, "layout guarantee", &["contiguous", "any"])
+        }),
+        aliasing: reader.optional(&fields, "aliasing", |r, n| {
+            r.one_of(n, "aliasing", &["none", "may_alias_input"])
+        }),
+    })
+}
+
+const CAPS_FIELDS: &[&str] = &[
+    "awkward_layout_strategy",
+    "fast_paths",
+    "in_place",
+    "alignment_bytes",
+    "access_granularity_bits",
+];
+
+fn read_caps(reader: &mut Reader<'_>, node: &Node) -> Option<RawCaps> {
+    let fields = reader.mapping(node, "caps", CAPS_FIELDS)?;
+    let fast_paths = match fields.get("fast_paths").filter(|n| n.value != Value::Null) {
+        Some(list) => reader
+            .sequence(list, "fast_paths")
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|item| read_fast_path(reader, item))
+            .collect(),
+        None => Vec::new(),
+    };
+    Some(RawCaps {
+        awkward_layout_strategy: reader.optional(&fields, "awkward_layout_strategy", |r, n| {
+            r.one_of(
+                n,
+                "awkward layout strategy",
+                &["requires_contiguous", "handles_strides"],
+            )
+        }),
+        fast_paths,
+        in_place: reader.optional(&fields, "in_place", |r, n| r.boolean(n, "in_place")),
+        alignment_bytes: reader.optional(&fields, "alignment_bytes", |r, n| {
+            r.unsigned(n, "alignment_bytes")
+        }),
+        access_granularity_bits: reader.optional(&fields, "access_granularity_bits", |r, n| {
+            r.unsigned(n, "access_granularity_bits")
+        }),
+    })
+}
+
+fn read_fast_path(reader: &mut Reader<'_>, node: &Node) -> Option<RawFastPath> {
+    let fields = reader.mapping(node, "a fast path", &["when", "note"])?;
+    let when = reader
+        .required(&fields, "when", "a fast path")
+        .and_then(|n| reader.expression(n, "when"))?;
+    Some(RawFastPath {
+        when,
+        note: reader.optional(&fields, "note", |r, n| r.string(n, "note")),
+    })
+}
+
+const COST_FIELDS: &[&str] = &[
+    "provenance",
+    "class",
+    "flops",
+    "bytes_moved",
+    "overhead_ns",
+    "memory",
+];
+
+fn read_cost(reader: &mut Reader<'_>, node: &Node) -> Option<RawCost> {
+    let fields = reader.mapping(node, "cost", COST_FIELDS)?;
+    Some(RawCost {
+        provenance: reader.optional(&fields, "provenance", |r, n| {
+            r.one_of(
+                n,
+                "cost provenance",
+                &["judge_measured", "authored", "measured"],
+            )
+        }),
+        class: reader.optional(&fields, "class", |r, n| r.string(n, "class")),
+        flops: reader.nullable(&fields, "flops", |r, n| r.expression(n, "flops")),
+        bytes_moved: reader.nullable(&fields, "bytes_moved", |r, n| {
+            r.expression(n, "bytes_moved")
+        }),
+        overhead_ns: reader.nullable(&fields, "overhead_ns", |r, n| {
+            r.expression(n, "overhead_ns")
+        }),
+        memory: reader.optional(&fields, "memory", read_memory),
+    })
+}
+
+fn read_memory(reader: &mut Reader<'_>, node: &Node) -> Option<RawMemory> {
+    let fields = reader.mapping(
+        node,
+        "memory",
+        &["device_bytes", "host_bytes", "disk_bytes"],
+    )?;
+    Some(RawMemory {
+        device_bytes: reader.nullable(&fields, "device_bytes", |r, n| {
+            r.expression(n, "device_bytes")
+        }),
+        host_bytes: reader.nullable(&fields, "host_bytes", |r, n| r.expression(n, "host_bytes")),
+        disk_bytes: reader.nullable(&fields, "disk_bytes", |r, n| r.expression(n, "disk_bytes")),
+    })
+}
+
+const PRECISION_FIELDS: &[&str] = &[
+    "bit_stable_on_same_hardware",
+    "max_ulp",
+    "max_relative",
+    "max_absolute",
+    "audited",
+    "notes",
+];
+
+fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> {
+    let fields = reader.mapping(node, "precision", PRECISION_FIELDS)?;
+    Some(RawPrecision {
+        bit_stable_on_same_hardware: reader.optional(
+            &fields,
+            "bit_stable_on_same_hardware",
+            |r, n| r.boolean(n, "bit_stable_on_same_hardware"),
+        ),
+        max_ulp: reader.nullable(&fields, "max_ulp", |r, n| r.unsigned(n, "max_ulp")),
+        max_relative: reader.nullable(&fields, "max_relative", |r, n| r.number(n, "max_relative")),
+        max_absolute: reader.nullable(&fields, "max_absolute", |r, n| r.number(n, "max_absolute")),
+        audited: reader.optional(&fields, "audited", |r, n| r.boolean(n, "audited")),
+        notes: reader.optional(&fields, "notes", |r, n| r.string(n, "notes")),
+    })
+}

@@ -1,0 +1,499 @@
+//! The importer: resolves a contract against its provider's link registry, as the seed's prose
+//! describes. A registrable contract needs a real `OpKind`, a real `OpParams` variant whose
+//! fields and kinds equal the contract's, and one entry point per declared dtype; contract and
+//! provider agree on backend, kernel source and crate. A `registrable: false` contract is
+//! describe-only: its fields are checked against the kernel's own parameter description and the
+//! importer's refusal to register it is shown as a note.
+
+use crate::contract::front_matter::{FrontMatter, Provider};
+use crate::contract::raw::{EntryPointSpec, RawContract, RawParamField};
+use crate::contract::schema::Located;
+use crate::diag::{Code, Diagnostic, did_you_mean};
+use crate::source::SourceFile;
+use fuel_reference_backend::dispatch::{self, FieldDesc, OpKind, ParamKind, VariantDesc};
+use fuel_reference_backend::fkc::{self, KernelRef};
+use fuel_reference_backend::DType;
+use std::sync::Arc;
+
+/// A link registry this preprocessor is linked against.
+#[derive(Debug)]
+pub struct LinkRegistry {
+    /// The path a front matter names it by.
+    pub path: &'static str,
+    /// The crate its symbols live in.
+    pub crate_name: &'static str,
+    pub entry_points: &'static [KernelRef],
+    pub variants: &'static [VariantDesc],
+}
+
+/// Every link registry known to this build.
+pub static LINK_REGISTRIES: &[LinkRegistry] = &[LinkRegistry {
+    path: fkc::REGISTRY_PATH,
+    crate_name: "fuel_reference_backend",
+    entry_points: fkc::ENTRY_POINTS,
+    variants: dispatch::OP_PARAMS_VARIANTS,
+}];
+
+impl LinkRegistry {
+    /// Finds a registry by the path a front matter gives.
+    pub fn find(path: &str) -> Option<&'static LinkRegistry> {
+        LINK_REGISTRIES.iter().find(|registry| registry.path == path)
+    }
+
+    fn entry_point(&self, symbol: &str) -> Option<&'static KernelRef> {
+        self.entry_points.iter().find(|entry| entry.symbol == symbol)
+    }
+
+    fn variant(&self, name: &str) -> Option<&'static VariantDesc> {
+        self.variants.iter().find(|variant| variant.variant == name)
+    }
+}
+
+/// One entry point as the importer resolved it.
+#[derive(Debug, Clone)]
+pub struct ResolvedEntryPoint {
+    pub dtype: DType,
+    pub symbol: String,
+    pub kernel: Option<&'static KernelRef>,
+}
+
+/// What the importer found.
+#[derive(Debug, Clone, Default)]
+pub struct Import {
+    pub registrable: bool,
+    pub op_kind: Option<OpKind>,
+    pub variant: Option<&'static VariantDesc>,
+    pub entry_points: Vec<ResolvedEntryPoint>,
+}
+
+/// Checks the provider once per chapter: its registry must be known.
+pub fn check_provider(source: &Arc<SourceFile>, front: &FrontMatter) -> Vec<Diagnostic> {
+    let Some(registry) = front.provider.as_ref().and_then(|p| p.link_registry.as_ref()) else {
+        return Vec::new();
+    };
+    if LinkRegistry::find(&registry.value).is_some() {
+        return Vec::new();
+    }
+    let known: Vec<&str> = LINK_REGISTRIES.iter().map(|r| r.path).collect();
+    let mut diagnostic = Diagnostic::error(
+        Code::UnknownRegistry,
+        source,
+        registry.span.clone(),
+        format!("link registry `{}` is not linked into mdbook-fkc", registry.value),
+    )
+    .with_label("unknown link registry");
+    diagnostic.help.push(match did_you_mean(&registry.value, known.iter().copied()) {
+        Some(path) => format!("did you mean `{path}`?"),
+        None => format!("known registries: {}", known.join(", ")),
+    });
+    vec![diagnostic]
+}
+
+/// Imports one contract.
+pub fn import(
+    contract: &RawContract,
+    provider: Option<&Provider>,
+    source: &Arc<SourceFile>,
+) -> (Import, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let registrable = contract.registrable.as_ref().is_none_or(|r| r.value);
+    if let Some(provider) = provider {
+        diagnostics.extend(provider_agreement(contract, provider, source));
+    }
+    let registry = provider
+        .and_then(|p| p.link_registry.as_ref())
+        .and_then(|path| LinkRegistry::find(&path.value));
+    let mut import = Import {
+        registrable,
+        ..Import::default()
+    };
+    let Some(registry) = registry else {
+        return (import, diagnostics);
+    };
+    import.entry_points = entry_points(contract, registry, source, &mut diagnostics);
+    let carrier = carrier(contract, registry, source);
+    import.op_kind = carrier.op_kind;
+    import.variant = carrier.variant;
+    if registrable {
+        diagnostics.extend(carrier.problems);
+        if let Some(variant) = carrier.variant {
+            diagnostics.extend(compare_fields(contract, variant.fields, variant.variant, source));
+        }
+    } else {
+        diagnostics.push(describe_only_note(contract, &carrier, source));
+        let kernel_params = import.entry_points.iter().find_map(|e| e.kernel).map(|k| k.params);
+        if let Some(params) = kernel_params {
+            diagnostics.extend(compare_fields(contract, params, "the kernel's parameters", source));
+        }
+    }
+    (import, diagnostics)
+}
+
+fn provider_agreement(
+    contract: &RawContract,
+    provider: &Provider,
+    source: &Arc<SourceFile>,
+) -> Vec<Diagnostic> {
+    let pairs = [
+        ("backend", &contract.backend, &provider.backend),
+        ("kernel_source", &contract.kernel_source, &provider.kernel_source),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(field, ours, theirs)| {
+            let (ours, theirs) = (ours.as_ref()?, theirs.as_ref()?);
+            (ours.value != theirs.value).then(|| {
+                Diagnostic::error(
+                    Code::ProviderMismatch,
+                    source,
+                    ours.span.clone(),
+                    format!(
+                        "`{field}: {}` disagrees with the provider's `{field}: {}`",
+                        ours.value, theirs.value
+                    ),
+                )
+                .with_secondary(theirs.span.clone(), "the provider says this")
+                .with_help(format!("write `{field}: {}` or move the contract to its own provider's chapter", theirs.value))
+            })
+        })
+        .collect()
+}
+
+/// The dtypes the contract declares: every input's dtypes, in the canonical order.
+pub fn declared_dtypes(contract: &RawContract) -> Vec<DType> {
+    DType::ALL
+        .into_iter()
+        .filter(|dtype| {
+            contract
+                .inputs
+                .iter()
+                .any(|input| input.dtypes.iter().any(|d| d.value == *dtype))
+        })
+        .collect()
+}
+
+/// The symbol for `dtype` derived from a template symbol ending in some dtype's suffix.
+pub fn symbol_for(template: &str, dtype: DType) -> Option<String> {
+    DType::ALL.into_iter().find_map(|known| {
+        template
+            .strip_suffix(known.suffix())
+            .filter(|stem| stem.ends_with('_'))
+            .map(|stem| format!("{stem}{}", dtype.suffix()))
+    })
+}
+
+fn entry_points(
+    contract: &RawContract,
+    registry: &LinkRegistry,
+    source: &Arc<SourceFile>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<ResolvedEntryPoint> {
+    let Some(spec) = &contract.entry_point else {
+        return Vec::new();
+    };
+    let mut resolved = Vec::new();
+    for dtype in declared_dtypes(contract) {
+        let symbol = match &spec.value {
+            EntryPointSpec::Template(template) => symbol_for(template, dtype),
+            EntryPointSpec::PerDtype(symbols) => symbols
+                .iter()
+                .find(|(d, _)| d.value == dtype)
+                .map(|(_, symbol)| symbol.value.clone()),
+        };
+        let Some(symbol) = symbol else {
+            diagnostics.push(underivable_symbol(spec, dtype, source));
+            continue;
+        };
+        let kernel = registry.entry_point(&symbol);
+        if kernel.is_none() {
+            diagnostics.push(unresolved_symbol(spec, dtype, &symbol, registry, contract, source));
+        } else if !symbol.starts_with(&format!("{}::", registry.crate_name)) {
+            diagnostics.push(Diagnostic::error(
+                Code::ProviderMismatch,
+                source,
+                spec.span.clone(),
+                format!("entry point `{symbol}` is not in the provider's crate `{}`", registry.crate_name),
+            ));
+        }
+        resolved.push(ResolvedEntryPoint { dtype, symbol, kernel });
+    }
+    resolved
+}
+
+fn underivable_symbol(spec: &Located<EntryPointSpec>, dtype: DType, source: &Arc<SourceFile>) -> Diagnostic {
+    let suffixes: Vec<String> = DType::ALL.iter().map(|d| format!("_{}", d.suffix())).collect();
+    Diagnostic::error(
+        Code::EntryPointUnresolved,
+        source,
+        spec.span.clone(),
+        format!("no entry point is named for dtype {}", dtype.name()),
+    )
+    .with_label("no symbol for this dtype")
+    .with_help(format!(
+        "end the symbol with a dtype suffix ({}) so one symbol per dtype can be derived, or map each dtype to its symbol",
+        suffixes.join(", ")
+    ))
+}
+
+fn unresolved_symbol(
+    spec: &Located<EntryPointSpec>,
+    dtype: DType,
+    symbol: &str,
+    registry: &LinkRegistry,
+    contract: &RawContract,
+    source: &Arc<SourceFile>,
+) -> Diagnostic {
+    let shipped: Vec<&str> = registry
+        .entry_points
+        .iter()
+        .filter(|entry| entry.kernel == contract.kernel.value)
+        .map(|entry| entry.symbol)
+        .collect();
+    let mut diagnostic = Diagnostic::error(
+        Code::EntryPointUnresolved,
+        source,
+        spec.span.clone(),
+        format!("entry point `{symbol}` for {} is not in `{}`", dtype.name(), registry.path),
+    )
+    .with_label(format!("no symbol for {}", dtype.name()));
+    if shipped.is_empty() {
+        let all = registry.entry_points.iter().map(|entry| entry.symbol);
+        if let Some(close) = did_you_mean(symbol, all) {
+            diagnostic.help.push(format!("did you mean `{close}`?"));
+        }
+    } else {
+        diagnostic.notes.push(format!("the registry ships: {}", shipped.join(", ")));
+        diagnostic.help.push(format!(
+            "remove {} from the declared dtypes, or add its entry point to the backend",
+            dtype.name()
+        ));
+    }
+    diagnostic
+}
+
+/// The dispatch carrier a contract names, with the problems a registration would hit.
+#[derive(Debug)]
+struct Carrier {
+    op_kind: Option<OpKind>,
+    variant: Option<&'static VariantDesc>,
+    problems: Vec<Diagnostic>,
+}
+
+fn carrier(contract: &RawContract, registry: &LinkRegistry, source: &Arc<SourceFile>) -> Carrier {
+    let mut problems = Vec::new();
+    let op_kind = match &contract.op_kind {
+        Some(name) => {
+            let kind = OpKind::from_name(&name.value);
+            if kind.is_none() {
+                problems.push(unknown_op_kind(name, source));
+            }
+            kind
+        }
+        None => {
+            problems.push(missing_carrier(contract, "op_kind", source));
+            None
+        }
+    };
+    let variant_name = contract.op_params.as_ref().and_then(|p| p.variant.as_ref());
+    let variant = match variant_name {
+        Some(name) => {
+            let variant = registry.variant(&name.value);
+            if variant.is_none() {
+                problems.push(bad_variant(name, registry, source));
+            }
+            variant
+        }
+        None => {
+            problems.push(missing_carrier(contract, "op_params.variant", source));
+            None
+        }
+    };
+    if let (Some(kind), Some(variant), Some(name)) = (op_kind, variant, variant_name)
+        && variant.op_kind != Some(kind)
+    {
+        problems.push(
+            Diagnostic::error(
+                Code::OpKindVariantMismatch,
+                source,
+                name.span.clone(),
+                format!("`OpParams::{}` is not the carrier of `OpKind::{}`", variant.variant, kind.name()),
+            )
+            .with_help(format!(
+                "use the variant of OpKind::{} or change op_kind",
+                kind.name()
+            )),
+        );
+    }
+    Carrier {
+        op_kind,
+        variant,
+        problems,
+    }
+}
+
+fn unknown_op_kind(name: &Located<String>, source: &Arc<SourceFile>) -> Diagnostic {
+    let kinds: Vec<&str> = OpKind::ALL.iter().map(|k| k.name()).collect();
+    let mut diagnostic = Diagnostic::error(
+        Code::UnknownOpKind,
+        source,
+        name.span.clone(),
+        format!("unknown OpKind `{}`", name.value),
+    )
+    .with_label("not a variant of OpKind");
+    diagnostic.help.push(match did_you_mean(&name.value, kinds.iter().copied()) {
+        Some(kind) => format!("did you mean `{kind}`?"),
+        None => format!(
+            "the OpKinds are {}; a kernel without a dispatch carrier is `registrable: false`",
+            kinds.join(", ")
+        ),
+    });
+    diagnostic
+}
+
+fn bad_variant(name: &Located<String>, registry: &LinkRegistry, source: &Arc<SourceFile>) -> Diagnostic {
+    let variants: Vec<&str> = registry.variants.iter().map(|v| v.variant).collect();
+    let mut diagnostic = Diagnostic::error(
+        Code::BadOpParamsVariant,
+        source,
+        name.span.clone(),
+        format!("BadOpParamsVariant: `{}` is not an OpParams variant", name.value),
+    )
+    .with_label("not a variant of OpParams");
+    diagnostic.help.push(match did_you_mean(&name.value, variants.iter().copied()) {
+        Some(variant) => format!("did you mean `{variant}`?"),
+        None => format!(
+            "the OpParams variants are {}; mark the contract `registrable: false` until its carrier lands",
+            variants.join(", ")
+        ),
+    });
+    diagnostic
+}
+
+fn missing_carrier(contract: &RawContract, field: &str, source: &Arc<SourceFile>) -> Diagnostic {
+    Diagnostic::error(
+        Code::NotRegistrableWithoutCarrier,
+        source,
+        contract.kernel.span.clone(),
+        format!("registrable contract `{}` has no `{field}`", contract.kernel.value),
+    )
+    .with_help(format!("declare `{field}`, or add `registrable: false` to document the kernel as describe-only"))
+}
+
+fn describe_only_note(contract: &RawContract, carrier: &Carrier, source: &Arc<SourceFile>) -> Diagnostic {
+    let reasons: Vec<String> = carrier.problems.iter().map(|p| p.message.clone()).collect();
+    let message = if reasons.is_empty() {
+        "describe-only: marked `registrable: false`, so the importer does not register it".to_owned()
+    } else {
+        format!("describe-only: the importer refuses to register it ({})", reasons.join("; "))
+    };
+    let span = contract
+        .registrable
+        .as_ref()
+        .map_or_else(|| contract.kernel.span.clone(), |r| r.span.clone());
+    Diagnostic::note(Code::DescribeOnly, source, span, message)
+}
+
+/// The declared op-param fields must equal the real ones, name for name and kind for kind.
+fn compare_fields(
+    contract: &RawContract,
+    real: &[FieldDesc],
+    owner: &str,
+    source: &Arc<SourceFile>,
+) -> Vec<Diagnostic> {
+    let declared: &[RawParamField] = contract.op_params.as_ref().map_or(&[], |p| &p.fields);
+    let anchor = contract
+        .op_params
+        .as_ref()
+        .map_or_else(|| contract.kernel.span.clone(), |p| p.span.clone());
+    let mut problems = Vec::new();
+    for field in declared {
+        match real.iter().find(|r| r.name == field.name.value) {
+            None => problems.push(extra_field(field, real, owner, source)),
+            Some(desc) => problems.extend(kind_mismatch(field, desc, owner, source)),
+        }
+    }
+    for desc in real {
+        if !declared.iter().any(|f| f.name.value == desc.name) {
+            problems.push(
+                Diagnostic::error(
+                    Code::OpParamsMismatch,
+                    source,
+                    anchor.clone(),
+                    format!("op_params lacks `{}`, a field of {owner}", desc.name),
+                )
+                .with_help(format!("add `{}: {{ kind: \"{}\" }}` under op_params.fields", desc.name, desc.kind.as_str())),
+            );
+        }
+    }
+    problems
+}
+
+fn extra_field(field: &RawParamField, real: &[FieldDesc], owner: &str, source: &Arc<SourceFile>) -> Diagnostic {
+    let names: Vec<&str> = real.iter().map(|r| r.name).collect();
+    let mut diagnostic = Diagnostic::error(
+        Code::OpParamsMismatch,
+        source,
+        field.name.span.clone(),
+        format!("`{}` is not a field of {owner}", field.name.value),
+    )
+    .with_label("no such field");
+    diagnostic.help.push(match did_you_mean(&field.name.value, names.iter().copied()) {
+        Some(name) => format!("did you mean `{name}`?"),
+        None => format!("the fields are: {}", names.join(", ")),
+    });
+    diagnostic
+}
+
+fn kind_mismatch(
+    field: &RawParamField,
+    desc: &FieldDesc,
+    owner: &str,
+    source: &Arc<SourceFile>,
+) -> Option<Diagnostic> {
+    match ParamKind::parse(&field.kind.value) {
+        Some(kind) if kind == desc.kind => None,
+        Some(kind) => Some(
+            Diagnostic::error(
+                Code::OpParamsMismatch,
+                source,
+                field.kind.span.clone(),
+                format!(
+                    "`{}` is `{}` in {owner}, not `{}`",
+                    field.name.value,
+                    desc.kind.as_str(),
+                    kind.as_str()
+                ),
+            )
+            .with_help(format!("write `kind: \"{}\"`", desc.kind.as_str())),
+        ),
+        None => Some(
+            Diagnostic::error(
+                Code::InvalidValue,
+                source,
+                field.kind.span.clone(),
+                format!("`{}` is not a parameter kind", field.kind.value),
+            )
+            .with_label("expected `usize`, `(usize, usize)` or `[usize; 4]`")
+            .with_help(format!("this field is `{}` in {owner}", desc.kind.as_str())),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbols_are_derived_per_dtype() {
+        let template = "fuel_reference_backend::ops::conv2d_f32";
+        assert_eq!(
+            symbol_for(template, DType::BF16).as_deref(),
+            Some("fuel_reference_backend::ops::conv2d_bf16")
+        );
+        assert_eq!(
+            symbol_for("fuel_reference_backend::ops::max_pool2d_bf16", DType::F64).as_deref(),
+            Some("fuel_reference_backend::ops::max_pool2d_f64")
+        );
+        assert_eq!(symbol_for("no_suffix", DType::F32), None);
+    }
+}

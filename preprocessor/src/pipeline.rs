@@ -1,0 +1,268 @@
+//! The per-chapter pipeline (design §2): front matter and fences are found, each contract is
+//! read, resolved and imported, and the chapter's Markdown is rebuilt with the rendered HTML in
+//! place of each block. Each stage is a plain function of its input; diagnostics are collected
+//! as data and formatted by the caller.
+
+use crate::chapter::{self, Fence, FrontMatterBlock};
+use crate::contract::front_matter::{FrontMatter, read_front_matter};
+use crate::contract::raw::{RawContract, read_contract};
+use crate::contract::read_block;
+use crate::diag::text::{self, Style};
+use crate::diag::{Code, Diagnostic, has_errors};
+use crate::render::view::{contract_view, provider_view};
+use crate::render::{RenderError, Renderer};
+use crate::resolve::{self, BookRegistry};
+use crate::source::SourceFile;
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// What processing one chapter produced.
+#[derive(Debug, Default)]
+pub struct ChapterReport {
+    /// The new Markdown, or `None` when the chapter holds no FKC content (left byte-identical).
+    pub content: Option<String>,
+    /// Every diagnostic that counts (errors fail the build; notes are informational).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The contracts that were read and passed, in order.
+    pub contracts: Vec<ContractSummary>,
+}
+
+/// A one-line summary of a checked contract, for inventories and `check` output.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ContractSummary {
+    pub kernel: String,
+    pub file: String,
+    pub line: usize,
+    pub registrable: bool,
+    pub revision_hash: String,
+}
+
+/// Checks the chapters of one book, remembering what spans chapters (kernel names).
+#[derive(Debug)]
+pub struct BookChecker<'r> {
+    renderer: &'r Renderer,
+    registry: BookRegistry,
+}
+
+/// What one fence turned into.
+struct FenceOutcome {
+    html: String,
+    diagnostics: Vec<Diagnostic>,
+    summary: Option<ContractSummary>,
+}
+
+impl<'r> BookChecker<'r> {
+    pub fn new(renderer: &'r Renderer) -> Self {
+        BookChecker {
+            renderer,
+            registry: BookRegistry::default(),
+        }
+    }
+
+    /// Processes one chapter. `path` is how the author knows the file (e.g. `book/ch1.md`).
+    pub fn chapter(&mut self, path: &str, content: &str) -> Result<ChapterReport, RenderError> {
+        let front_block = chapter::front_matter(content);
+        let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
+        let front_block = front_block.filter(|fm| !fences.is_empty() || looks_like_fkc(content, fm));
+        if fences.is_empty() && front_block.is_none() {
+            return Ok(ChapterReport::default());
+        }
+        let source = Arc::new(SourceFile::new(path, content));
+        let mut report = ChapterReport::default();
+        let front = match &front_block {
+            Some(block) => self.front_matter(&source, block, &mut report.diagnostics),
+            None => {
+                report.diagnostics.push(missing_front_matter(&source, &fences));
+                None
+            }
+        };
+        let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
+        let mut prelude = self.renderer.style()?;
+        if let (Some(block), Some(front)) = (&front_block, &front) {
+            prelude.push_str(&self.renderer.provider(&provider_view(front))?);
+            replacements.push((block.block.clone(), prelude));
+        } else if let Some(block) = &front_block {
+            replacements.push((block.block.clone(), prelude));
+        } else {
+            replacements.push((0..0, prelude));
+        }
+        for fence in &fences {
+            let outcome = self.fence(&source, fence, front.as_ref())?;
+            report.diagnostics.extend(outcome.diagnostics);
+            report.contracts.extend(outcome.summary);
+            replacements.push((fence.block.clone(), outcome.html));
+        }
+        report.content = Some(splice(content, &replacements));
+        Ok(report)
+    }
+
+    fn front_matter(
+        &self,
+        source: &Arc<SourceFile>,
+        block: &FrontMatterBlock,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Option<FrontMatter> {
+        let yaml = source.slice(block.yaml.clone()).to_owned();
+        let start = block.yaml.start;
+        let (front, found) = read_block(source, &yaml, &|offset| start + offset, read_front_matter);
+        diagnostics.extend(found);
+        front
+    }
+
+    fn fence(
+        &mut self,
+        source: &Arc<SourceFile>,
+        fence: &Fence,
+        front: Option<&FrontMatter>,
+    ) -> Result<FenceOutcome, RenderError> {
+        let mut diagnostics = attribute_errors(source, fence);
+        let (raw, found) = read_block(source, &fence.body, &|offset| fence.file_offset(offset), read_contract);
+        diagnostics.extend(found);
+        let expected = fence.attributes.should_fail.as_deref();
+        let resolved = raw.as_ref().map(|raw| {
+            let (resolved, found) = resolve::resolve(raw, front, source, &mut self.registry, expected.is_none());
+            diagnostics.extend(found);
+            resolved
+        });
+        match expected {
+            Some(codes) => self.expected_failure(source, fence, codes, diagnostics),
+            None if has_errors(&diagnostics) => self.failure(fence, diagnostics),
+            None => match (raw, resolved) {
+                (Some(raw), Some(resolved)) => self.success(source, fence, &raw, &resolved, diagnostics),
+                _ => self.failure(fence, diagnostics),
+            },
+        }
+    }
+
+    fn success(
+        &self,
+        source: &Arc<SourceFile>,
+        fence: &Fence,
+        raw: &RawContract,
+        resolved: &resolve::Resolved,
+        diagnostics: Vec<Diagnostic>,
+    ) -> Result<FenceOutcome, RenderError> {
+        let at = source.line_col(fence.block.start);
+        let mut view = contract_view(raw, &fence.body, format!("{}:{}", source.path, at.line));
+        resolve::decorate(&mut view, resolved, &diagnostics);
+        let summary = ContractSummary {
+            kernel: raw.kernel.value.clone(),
+            file: source.path.clone(),
+            line: at.line,
+            registrable: resolved.registrable,
+            revision_hash: resolved.revision_hash.clone(),
+        };
+        Ok(FenceOutcome {
+            html: self.renderer.contract(&view)?,
+            diagnostics,
+            summary: Some(summary),
+        })
+    }
+
+    fn failure(&self, fence: &Fence, diagnostics: Vec<Diagnostic>) -> Result<FenceOutcome, RenderError> {
+        let shown: Vec<Diagnostic> = diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+        let text = text::render_all(&shown, Style::Plain);
+        Ok(FenceOutcome {
+            html: self.renderer.diagnostics(&text, None, Some(&fence.body))?,
+            diagnostics,
+            summary: None,
+        })
+    }
+
+    /// A `should_fail` fence passes when its error codes are exactly the expected ones.
+    fn expected_failure(
+        &self,
+        source: &Arc<SourceFile>,
+        fence: &Fence,
+        expected: &[String],
+        diagnostics: Vec<Diagnostic>,
+    ) -> Result<FenceOutcome, RenderError> {
+        let errors: Vec<Diagnostic> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
+        let actual: BTreeSet<&str> = errors.iter().map(|d| d.code.as_str()).collect();
+        let wanted: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
+        if actual == wanted {
+            let text = text::render_all(&errors, Style::Plain);
+            return Ok(FenceOutcome {
+                html: self.renderer.diagnostics(&text, Some(expected), Some(&fence.body))?,
+                diagnostics: Vec::new(),
+                summary: None,
+            });
+        }
+        let found = if actual.is_empty() {
+            "it passed".to_owned()
+        } else {
+            format!("it failed with {}", actual.iter().copied().collect::<Vec<_>>().join(" + "))
+        };
+        let mut mismatch = Diagnostic::error(
+            Code::ExpectationNotMet,
+            source,
+            fence.info_offset..fence.info_offset + chapter::FENCE_LANGUAGE.len(),
+            format!("this fence must fail with {}, but {found}", expected.join(" + ")),
+        )
+        .with_label("marked should_fail here")
+        .with_help("fix the example so it fails with exactly the listed codes, or correct the list");
+        for error in &errors {
+            mismatch = mismatch.with_note(format!("{} at {}: {}", error.code, error.position(), error.message));
+        }
+        let text = text::render_all(std::slice::from_ref(&mismatch), Style::Plain);
+        Ok(FenceOutcome {
+            html: self.renderer.diagnostics(&text, None, Some(&fence.body))?,
+            diagnostics: vec![mismatch],
+            summary: None,
+        })
+    }
+}
+
+/// Front matter without fences is FKC's only when it says so.
+fn looks_like_fkc(content: &str, block: &FrontMatterBlock) -> bool {
+    content
+        .get(block.yaml.clone())
+        .is_some_and(|yaml| yaml.lines().any(|line| line.starts_with("fkc_version") || line.starts_with("provider")))
+}
+
+fn missing_front_matter(source: &Arc<SourceFile>, fences: &[Fence]) -> Diagnostic {
+    let at = fences.first().map_or(0, |fence| fence.info_offset);
+    Diagnostic::error(
+        Code::MissingFrontMatter,
+        source,
+        at..at + chapter::FENCE_LANGUAGE.len(),
+        "this chapter has contracts but no FKC front matter",
+    )
+    .with_label("contract found here")
+    .with_help("start the chapter with `---`, `fkc_version: 1`, a `provider:` table and `---` (see `mdbook-fkc explain FKC0001`)")
+}
+
+fn attribute_errors(source: &Arc<SourceFile>, fence: &Fence) -> Vec<Diagnostic> {
+    fence
+        .attributes
+        .unknown
+        .iter()
+        .map(|attribute| {
+            Diagnostic::error(
+                Code::UnknownFenceAttribute,
+                source,
+                fence.info_offset..fence.info_offset + chapter::FENCE_LANGUAGE.len(),
+                format!("unknown fence attribute `{attribute}`"),
+            )
+            .with_help("the only attribute is `should_fail=CODE` (codes joined by `+`)")
+        })
+        .collect()
+}
+
+/// Rebuilds `content` with each range replaced (ranges are in order and do not overlap).
+fn splice(content: &str, replacements: &[(Range<usize>, String)]) -> String {
+    let mut out = String::with_capacity(content.len() * 2);
+    let mut cursor = 0;
+    for (range, html) in replacements {
+        out.push_str(content.get(cursor..range.start).unwrap_or(""));
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(html);
+        out.push('\n');
+        cursor = range.end.max(cursor);
+    }
+    out.push_str(content.get(cursor..).unwrap_or(""));
+    out
+}

@@ -1,0 +1,139 @@
+//! The mdBook side: [`FkcPreprocessor`] implements mdBook 0.5's `Preprocessor` trait (used
+//! in-process by `mdbook-fkc build` and over stdin/stdout under a real `mdbook`), and
+//! [`process_book`] runs the pipeline over every chapter of a book.
+
+use crate::config::{OnFailure, Options};
+use crate::diag::text::{self, Style};
+use crate::diag::{Diagnostic, has_errors};
+use crate::pipeline::{BookChecker, ContractSummary};
+use crate::render::Renderer;
+use mdbook_preprocessor::book::{Book, BookItem};
+use mdbook_preprocessor::config::Config;
+use mdbook_preprocessor::errors::{Error, Result};
+use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
+use std::io::IsTerminal;
+use std::path::Path;
+
+/// The preprocessor's name in book.toml: `[preprocessor.fkc]`.
+pub const NAME: &str = "fkc";
+
+/// The FKC preprocessor.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FkcPreprocessor;
+
+/// Everything a run over a book found.
+#[derive(Debug, Default)]
+pub struct BookOutcome {
+    pub diagnostics: Vec<Diagnostic>,
+    pub contracts: Vec<ContractSummary>,
+    pub on_failure: OnFailure,
+}
+
+impl Preprocessor for FkcPreprocessor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> Result<Book> {
+        let outcome = process_book(&ctx.root, &ctx.config, &mut book)?;
+        report(&outcome)?;
+        Ok(book)
+    }
+
+    fn supports_renderer(&self, _renderer: &str) -> Result<bool> {
+        // The output is Markdown with embedded HTML, which every renderer passes through.
+        Ok(true)
+    }
+}
+
+/// Prints the diagnostics to stderr; an error when a contract failed and `on-failure = "bail"`.
+fn report(outcome: &BookOutcome) -> Result<()> {
+    if outcome.diagnostics.iter().any(Diagnostic::is_error) {
+        let style = if std::io::stderr().is_terminal() {
+            Style::Colored
+        } else {
+            Style::Plain
+        };
+        let errors: Vec<Diagnostic> = outcome.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+        eprint!("{}", text::render_all(&errors, style));
+        if outcome.on_failure == OnFailure::Bail {
+            return Err(Error::msg(format!(
+                "mdbook-fkc: {} contract error(s); the book is not built (set `on-failure = \"continue\"` under [preprocessor.fkc] to render error boxes instead)",
+                errors.len()
+            )));
+        }
+        eprintln!("warning: mdbook-fkc: contract errors are shown in the pages (on-failure = \"continue\")");
+    }
+    Ok(())
+}
+
+/// Runs the pipeline over every chapter of `book`, replacing chapter contents in place.
+pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<BookOutcome> {
+    let table: Option<serde_json::Value> = config
+        .get(&format!("preprocessor.{NAME}"))
+        .map_err(|error| Error::msg(format!("cannot read [preprocessor.{NAME}]: {error}")))?;
+    let options = Options::from_table(table.as_ref()).map_err(Error::msg)?;
+    let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
+    let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
+    let mut checker = BookChecker::new(&renderer);
+    let mut outcome = BookOutcome {
+        on_failure: options.on_failure,
+        ..BookOutcome::default()
+    };
+    let source_dir = config.book.src.clone();
+    let mut failure = None;
+    book.for_each_mut(|item| {
+        let BookItem::Chapter(chapter) = item else { return };
+        if failure.is_some() {
+            return;
+        }
+        let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref()) else {
+            return;
+        };
+        let display = source_dir.join(path).display().to_string();
+        match checker.chapter(&display, &chapter.content) {
+            Ok(report) => {
+                if let Some(content) = report.content {
+                    chapter.content = content;
+                }
+                outcome.diagnostics.extend(report.diagnostics);
+                outcome.contracts.extend(report.contracts);
+            }
+            Err(error) => failure = Some(error),
+        }
+    });
+    match failure {
+        Some(error) => Err(Error::new(error)),
+        None => Ok(outcome),
+    }
+}
+
+/// Warns when the calling mdbook differs in minor version from the one this was built against.
+pub fn version_warning(calling: &str) -> Option<String> {
+    let minor = |version: &str| {
+        let mut parts = version.split('.');
+        Some((parts.next()?.to_owned(), parts.next()?.to_owned()))
+    };
+    let ours = mdbook_preprocessor::MDBOOK_VERSION;
+    (minor(calling) != minor(ours)).then(|| {
+        format!("warning: mdbook-fkc was built against mdbook {ours}, but is called by mdbook {calling}")
+    })
+}
+
+/// True when any diagnostic fails the build.
+pub fn failed(outcome: &BookOutcome) -> bool {
+    has_errors(&outcome.diagnostics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_warning_only_on_minor_mismatch() {
+        let ours = mdbook_preprocessor::MDBOOK_VERSION;
+        assert_eq!(version_warning(ours), None);
+        assert!(version_warning("0.4.40").is_some());
+        assert!(version_warning("garbage").is_some());
+    }
+}

@@ -1,0 +1,180 @@
+//! Turns contracts and diagnostics into the HTML that replaces each fence: tera templates
+//! embedded in the binary (overridable from a directory named in book.toml), every string
+//! escaped, and the result shaped for mdBook's Markdown pass (no blank lines, so the HTML block
+//! is never cut; no `{{`, so the `links` preprocessor that runs afterwards never sees a directive).
+
+pub mod view;
+
+use std::collections::HashMap;
+use std::path::Path;
+use tera::{Context, Tera};
+use view::{ContractView, ProviderView};
+
+/// The built-in templates: (name, text).
+const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "style.html",
+        include_str!("../../templates/style.html.tera"),
+    ),
+    ("rows.html", include_str!("../../templates/rows.html.tera")),
+    (
+        "provider.html",
+        include_str!("../../templates/provider.html.tera"),
+    ),
+    (
+        "contract.html",
+        include_str!("../../templates/contract.html.tera"),
+    ),
+    (
+        "diagnostics.html",
+        include_str!("../../templates/diagnostics.html.tera"),
+    ),
+];
+
+/// A template problem (only possible with user-supplied templates).
+#[derive(Debug)]
+pub struct RenderError(pub String);
+
+impl std::fmt::Display for RenderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RenderError {}
+
+/// The page renderer.
+#[derive(Debug)]
+pub struct Renderer {
+    tera: Tera,
+}
+
+impl Renderer {
+    /// The built-in templates, overridden by any `NAME.html.tera` file in `override_dir`.
+    pub fn new(override_dir: Option<&Path>) -> Result<Self, RenderError> {
+        let mut templates: Vec<(String, String)> = TEMPLATES
+            .iter()
+            .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()))
+            .collect();
+        if let Some(dir) = override_dir {
+            for (name, text) in &mut templates {
+                let path = dir.join(format!("{name}.tera"));
+                if path.is_file() {
+                    *text = std::fs::read_to_string(&path).map_err(|error| {
+                        RenderError(format!("cannot read template {}: {error}", path.display()))
+                    })?;
+                }
+            }
+        }
+        let mut tera = Tera::default();
+        tera.autoescape_on(vec![".html"]);
+        tera.register_filter("linebreaks_as_entities", linebreaks_as_entities);
+        tera.add_raw_templates(templates)
+            .map_err(|error| RenderError(describe_tera_error(&error)))?;
+        Ok(Renderer { tera })
+    }
+
+    fn render(&self, template: &str, context: &Context) -> Result<String, RenderError> {
+        let html = self
+            .tera
+            .render(template, context)
+            .map_err(|error| RenderError(describe_tera_error(&error)))?;
+        Ok(shape_for_markdown(&html))
+    }
+
+    /// The stylesheet, once per chapter.
+    pub fn style(&self) -> Result<String, RenderError> {
+        self.render("style.html", &Context::new())
+    }
+
+    /// The provider card.
+    pub fn provider(&self, provider: &ProviderView) -> Result<String, RenderError> {
+        let mut context = Context::new();
+        context.insert("provider", provider);
+        self.render("provider.html", &context)
+    }
+
+    /// One contract.
+    pub fn contract(&self, contract: &ContractView) -> Result<String, RenderError> {
+        let mut context = Context::new();
+        context.insert("c", contract);
+        self.render("contract.html", &context)
+    }
+
+    /// A box of diagnostics: failures, or an example that fails as expected.
+    pub fn diagnostics(
+        &self,
+        text: &str,
+        expected: Option<&[String]>,
+        source: Option<&str>,
+    ) -> Result<String, RenderError> {
+        let mut context = Context::new();
+        context.insert("text", text);
+        context.insert("expected", &expected);
+        context.insert("source", &source);
+        self.render("diagnostics.html", &context)
+    }
+}
+
+fn linebreaks_as_entities(
+    value: &tera::Value,
+    _: &HashMap<String, tera::Value>,
+) -> tera::Result<tera::Value> {
+    let text = tera::try_get_value!("linebreaks_as_entities", "value", String, value);
+    Ok(tera::Value::String(text.replace('\n', "&#10;")))
+}
+
+fn describe_tera_error(error: &tera::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    message
+}
+
+/// Makes rendered HTML safe to splice into Markdown: blank lines removed (a blank line would end
+/// the HTML block and turn the rest into Markdown), lines unindented (four spaces would start a
+/// code block), and `{{` escaped so the `links` preprocessor leaves it alone.
+pub fn shape_for_markdown(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    for line in html.lines() {
+        let line = line.trim_start();
+        if line.is_empty() {
+            continue;
+        }
+        out.push_str(&line.replace("{{", "&#123;&#123;"));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn shaped_html_has_no_blank_lines_or_directives() {
+        let shaped = shape_for_markdown("<div>\n\n    <p>{{#include x}}</p>\n</div>\n");
+        assert_eq!(shaped, "<div>\n<p>&#123;&#123;#include x}}</p>\n</div>\n");
+    }
+
+    #[test]
+    fn diagnostics_are_escaped() {
+        let renderer = Renderer::new(None).unwrap();
+        let html = renderer
+            .diagnostics(
+                "error: <script>alert(1)</script>\nline two",
+                None,
+                Some("a: 1\n\nb: 2"),
+            )
+            .unwrap();
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+        assert!(html.contains("&#10;"), "{html}");
+        assert!(!html.contains("\n\n"));
+    }
+}

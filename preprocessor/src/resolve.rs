@@ -1,0 +1,123 @@
+//! From the contract as written to the resolved contract: the importer's verdict, the computed
+//! revision hash, kernel-name uniqueness across the book and (in [`crate::contract::resolved`])
+//! every expression parsed and bound. Also decorates a contract's view with what was resolved.
+
+use crate::contract::front_matter::FrontMatter;
+use crate::contract::raw::{RawContract, RevisionHash};
+use crate::diag::{Code, Diagnostic};
+use crate::import::{self, Import};
+use crate::render::view::{ContractView, EntryPointView, ImportNote};
+use crate::revision::revision_hash;
+use crate::source::SourceFile;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What spans the chapters of one book: which kernel names are taken, and where.
+#[derive(Debug, Default)]
+pub struct BookRegistry {
+    kernels: HashMap<String, String>,
+}
+
+/// A resolved contract's facts that the page and the summary need.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub registrable: bool,
+    pub revision_hash: String,
+    pub import: Import,
+}
+
+/// Resolves one contract. `register` is false for fences that must fail (they are examples,
+/// not kernels of the book).
+pub fn resolve(
+    raw: &RawContract,
+    front: Option<&FrontMatter>,
+    source: &Arc<SourceFile>,
+    registry: &mut BookRegistry,
+    register: bool,
+) -> (Resolved, Vec<Diagnostic>) {
+    let provider = front.and_then(|f| f.provider.as_ref());
+    let (import, mut diagnostics) = import::import(raw, provider, source);
+    let revision_base = provider
+        .and_then(|p| p.revision_base.as_ref())
+        .map_or("", |base| base.value.as_str());
+    let computed = revision_hash(revision_base, &raw.kernel.value, &raw.canonical);
+    diagnostics.extend(check_authored_hash(raw, &computed, source));
+    if register {
+        diagnostics.extend(claim_name(raw, source, registry));
+    }
+    diagnostics.extend(crate::contract::resolved::check_expressions(raw, source));
+    let resolved = Resolved {
+        registrable: import.registrable,
+        revision_hash: computed,
+        import,
+    };
+    (resolved, diagnostics)
+}
+
+fn check_authored_hash(raw: &RawContract, computed: &str, source: &Arc<SourceFile>) -> Option<Diagnostic> {
+    let hash = raw.kernel_revision_hash.as_ref()?;
+    match &hash.value {
+        RevisionHash::Authored(text) if text != computed => Some(
+            Diagnostic::error(
+                Code::RevisionHashMismatch,
+                source,
+                hash.span.clone(),
+                format!("kernel_revision_hash `{text}` differs from the computed `{computed}`"),
+            )
+            .with_label("stale or hand-written hash")
+            .with_help(format!("write `kernel_revision_hash: auto` (or `{computed}`)")),
+        ),
+        _ => None,
+    }
+}
+
+fn claim_name(raw: &RawContract, source: &Arc<SourceFile>, registry: &mut BookRegistry) -> Option<Diagnostic> {
+    let kernel = &raw.kernel;
+    let here = format!("{}:{}", source.path, source.line_col(kernel.span.start).line);
+    if let Some(first) = registry.kernels.get(&kernel.value) {
+        return Some(
+            Diagnostic::error(
+                Code::DuplicateKernel,
+                source,
+                kernel.span.clone(),
+                format!("kernel `{}` is already defined", kernel.value),
+            )
+            .with_note(format!("first defined at {first}"))
+            .with_help("rename one of the kernels, or remove the duplicate contract"),
+        );
+    }
+    registry.kernels.insert(kernel.value.clone(), here);
+    None
+}
+
+/// Adds what was resolved to a contract's view: entry points, hash, importer notes.
+pub fn decorate(view: &mut ContractView, resolved: &Resolved, diagnostics: &[Diagnostic]) {
+    view.entry_points = resolved
+        .import
+        .entry_points
+        .iter()
+        .map(|entry| EntryPointView {
+            dtype: entry.dtype.name().to_owned(),
+            symbol: entry.symbol.clone(),
+            resolved: entry.kernel.is_some(),
+        })
+        .collect();
+    if let Some(row) = view.identity.iter_mut().find(|row| row.field == "kernel_revision_hash") {
+        row.value = format!("{} (computed: {})", row.value, resolved.revision_hash);
+    } else {
+        view.identity.push(crate::render::view::Row {
+            field: "kernel_revision_hash".to_owned(),
+            value: format!("computed: {}", resolved.revision_hash),
+            code: true,
+            note: None,
+        });
+    }
+    view.import_notes = diagnostics
+        .iter()
+        .filter(|d| !d.is_error())
+        .map(|d| ImportNote {
+            code: d.code.as_str().to_owned(),
+            message: d.message.clone(),
+        })
+        .collect();
+}
