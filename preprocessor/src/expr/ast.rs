@@ -342,7 +342,10 @@ impl Expr {
         self.without_spans() == other.without_spans()
     }
 
-    /// The canonical source text of the expression.
+    /// The canonical source text of the expression. `parse` gives the same tree back, unless
+    /// the canonical spacing pushes an input that was near [`MAX_SOURCE_LEN`] over it.
+    ///
+    /// [`MAX_SOURCE_LEN`]: super::MAX_SOURCE_LEN
     pub fn to_source(&self) -> String {
         let mut out = String::new();
         write_expr(self, &mut out);

@@ -7,6 +7,24 @@
 //! [`eval`] computes a [`Value`] against [`Bindings`] with checked `i64` arithmetic. Every
 //! failure is an [`ExprError`] located in the source; nothing panics on any input.
 //!
+//! ```
+//! use mdbook_fkc::expr::{Bindings, ExprErrorKind, Scope, Type, Value, check, eval, parse};
+//!
+//! let expr = parse("x.dim[1] % groups == 0").unwrap();
+//! let mut scope = Scope::new();
+//! scope.insert("x", Type::operand(4)).insert("groups", Type::Int);
+//! assert_eq!(check(&expr, &scope), Ok(Type::Bool));
+//!
+//! let mut bindings = Bindings::new();
+//! bindings.insert("x", Value::operand(&[2, 4, 9, 9])).insert("groups", Value::Int(2));
+//! assert_eq!(eval(&expr, &bindings), Ok(Value::Bool(true)));
+//!
+//! let errors = check(&parse("x.dim[4] + grups").unwrap(), &scope).unwrap_err();
+//! assert_eq!(errors[0].kind, ExprErrorKind::IndexOutOfRange);
+//! assert_eq!((errors[0].span.start, errors[0].span.end), (6, 7));
+//! assert_eq!(errors[1].help.as_deref(), Some("did you mean `groups`? (names in scope: `groups`, `x`)"));
+//! ```
+//!
 //! # Grammar
 //!
 //! ```text

@@ -1,0 +1,11 @@
+//! End-to-end tests: fixture books built by the real `mdbook` 0.5 binary and by
+//! `mdbook-fkc build`, the preprocessor protocol, the CLI, and a snapshot of the seed chapter.
+//! One integration binary, one module per feature (as mdBook's own testsuite).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod build;
+mod cli;
+mod protocol;
+mod snapshot;
+mod support;
