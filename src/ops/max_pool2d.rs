@@ -95,12 +95,16 @@ pub fn max_pool2d<T: Element>(
     for plane in x.data().chunks_exact(height * width) {
         for oh in 0..out_height {
             for ow in 0..out_width {
-                let mut window = (0..k).flat_map(|i| {
-                    let start = (oh * s + i) * width + ow * s;
-                    plane[start..start + k].iter().copied()
-                });
-                let first = window.next().unwrap_or_else(T::nan);
-                out.push(window.fold(first, max_step));
+                let corner = oh * s * width + ow * s;
+                // Seeding with the first element and scanning it again is harmless:
+                // max_step(m, m) is m, bit for bit, NaN or not.
+                let mut m = plane[corner];
+                for row in 0..k {
+                    for &v in &plane[corner + row * width..][..k] {
+                        m = max_step(m, v);
+                    }
+                }
+                out.push(m);
             }
         }
     }
