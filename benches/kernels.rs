@@ -15,6 +15,9 @@ use fuel_reference_backend::ops::{
 };
 use half::{bf16, f16};
 
+#[path = "../tests/backend_util/mod.rs"]
+mod util;
+
 type BenchResult = Result<(), Box<dyn Error>>;
 
 /// Deterministic pseudo-random values in [-1, 1).
@@ -104,12 +107,74 @@ fn pool_case<T: Element>(name: &str, x: [usize; 4], p: MaxPool2dParams) -> Bench
     Ok(())
 }
 
+/// Asserts (once, untimed) that the timed f32 layers are bitwise the naive nested loops.
+fn verify_bitwise(c: util::Case, transposed: bool) -> BenchResult {
+    let (x, w) = (tensor::<f32>(&c.x, 1)?, tensor::<f32>(&c.w, 2)?);
+    let (got, naive) = if transposed {
+        let p = ConvTranspose2dParams {
+            stride: c.stride,
+            padding: c.padding,
+            output_padding: c.output_padding,
+            dilation: c.dilation,
+            groups: c.groups,
+        };
+        (
+            conv_transpose2d(&x, &w, &p)?,
+            util::naive_conv_t(&c, x.data(), w.data()).0,
+        )
+    } else {
+        let p = Conv2dParams {
+            stride: c.stride,
+            padding: c.padding,
+            dilation: c.dilation,
+            groups: c.groups,
+        };
+        (
+            conv2d(&x, &w, None, &p)?,
+            util::naive_conv2d(&c, x.data(), w.data(), None).0,
+        )
+    };
+    let same = got
+        .data()
+        .iter()
+        .zip(&naive)
+        .all(|(a, b)| a.to_bits() == b.to_bits());
+    if !same || got.data().len() != naive.len() {
+        return Err(format!("{c:?}: kernel differs from the naive nested loop").into());
+    }
+    Ok(())
+}
+
 fn all_dtypes(f: &dyn Fn(u8) -> BenchResult) -> BenchResult {
     (0..4).try_for_each(f)
 }
 
 fn main() -> BenchResult {
     // `cargo bench` passes `--bench`; ignore arguments.
+    let layer = |x, w, stride, padding, groups| util::Case {
+        x,
+        w,
+        stride,
+        padding,
+        dilation: (1, 1),
+        output_padding: (0, 0),
+        groups,
+    };
+    verify_bitwise(
+        layer([1, 64, 56, 56], [64, 64, 3, 3], (1, 1), (1, 1), 1),
+        false,
+    )?;
+    verify_bitwise(
+        layer([1, 64, 56, 56], [64, 1, 3, 3], (1, 1), (1, 1), 64),
+        false,
+    )?;
+    verify_bitwise(
+        layer([1, 64, 28, 28], [64, 32, 4, 4], (2, 2), (1, 1), 1),
+        true,
+    )?;
+    println!(
+        "f32 ResNet, depthwise and transposed layers: bitwise equal to the naive nested loops\n"
+    );
     println!("| kernel / layer                                 | type |  best ms  | GFLOP/s |");
     println!("|------------------------------------------------|------|-----------|---------|");
     let resnet = Conv2dParams {

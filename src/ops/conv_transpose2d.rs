@@ -54,7 +54,7 @@ pub struct ConvTranspose2dGeometry {
     pub height: usize,
     /// W
     pub width: usize,
-    /// Cout = weight.dim[1] · groups
+    /// Cout = `weight.dim[1] · groups`
     pub out_channels: usize,
     /// Kh
     pub kernel_height: usize,
