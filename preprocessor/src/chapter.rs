@@ -178,7 +178,10 @@ mod tests {
         let fence = &fences(text, 0)[0];
         assert_eq!(fence.body, "kernel: a\nop: b\n");
         let op = fence.body.find("op").unwrap();
-        assert_eq!(&text[fence.file_offset(op)..fence.file_offset(op) + 2], "op");
+        assert_eq!(
+            &text[fence.file_offset(op)..fence.file_offset(op) + 2],
+            "op"
+        );
     }
 
     #[test]

@@ -10,9 +10,9 @@ use crate::contract::raw::{EntryPointSpec, RawContract, RawParamField};
 use crate::contract::schema::Located;
 use crate::diag::{Code, Diagnostic, did_you_mean};
 use crate::source::SourceFile;
+use fuel_reference_backend::DType;
 use fuel_reference_backend::dispatch::{self, FieldDesc, OpKind, ParamKind, VariantDesc};
 use fuel_reference_backend::fkc::{self, KernelRef};
-use fuel_reference_backend::DType;
 use std::sync::Arc;
 
 /// A link registry this preprocessor is linked against.
@@ -37,11 +37,15 @@ pub static LINK_REGISTRIES: &[LinkRegistry] = &[LinkRegistry {
 impl LinkRegistry {
     /// Finds a registry by the path a front matter gives.
     pub fn find(path: &str) -> Option<&'static LinkRegistry> {
-        LINK_REGISTRIES.iter().find(|registry| registry.path == path)
+        LINK_REGISTRIES
+            .iter()
+            .find(|registry| registry.path == path)
     }
 
     fn entry_point(&self, symbol: &str) -> Option<&'static KernelRef> {
-        self.entry_points.iter().find(|entry| entry.symbol == symbol)
+        self.entry_points
+            .iter()
+            .find(|entry| entry.symbol == symbol)
     }
 
     fn variant(&self, name: &str) -> Option<&'static VariantDesc> {
@@ -68,7 +72,11 @@ pub struct Import {
 
 /// Checks the provider once per chapter: its registry must be known.
 pub fn check_provider(source: &Arc<SourceFile>, front: &FrontMatter) -> Vec<Diagnostic> {
-    let Some(registry) = front.provider.as_ref().and_then(|p| p.link_registry.as_ref()) else {
+    let Some(registry) = front
+        .provider
+        .as_ref()
+        .and_then(|p| p.link_registry.as_ref())
+    else {
         return Vec::new();
     };
     if LinkRegistry::find(&registry.value).is_some() {
@@ -79,13 +87,18 @@ pub fn check_provider(source: &Arc<SourceFile>, front: &FrontMatter) -> Vec<Diag
         Code::UnknownRegistry,
         source,
         registry.span.clone(),
-        format!("link registry `{}` is not linked into mdbook-fkc", registry.value),
+        format!(
+            "link registry `{}` is not linked into mdbook-fkc",
+            registry.value
+        ),
     )
     .with_label("unknown link registry");
-    diagnostic.help.push(match did_you_mean(&registry.value, known.iter().copied()) {
-        Some(path) => format!("did you mean `{path}`?"),
-        None => format!("known registries: {}", known.join(", ")),
-    });
+    diagnostic
+        .help
+        .push(match did_you_mean(&registry.value, known.iter().copied()) {
+            Some(path) => format!("did you mean `{path}`?"),
+            None => format!("known registries: {}", known.join(", ")),
+        });
     vec![diagnostic]
 }
 
@@ -117,13 +130,27 @@ pub fn import(
     if registrable {
         diagnostics.extend(carrier.problems);
         if let Some(variant) = carrier.variant {
-            diagnostics.extend(compare_fields(contract, variant.fields, variant.variant, source));
+            diagnostics.extend(compare_fields(
+                contract,
+                variant.fields,
+                variant.variant,
+                source,
+            ));
         }
     } else {
         diagnostics.push(describe_only_note(contract, &carrier, source));
-        let kernel_params = import.entry_points.iter().find_map(|e| e.kernel).map(|k| k.params);
+        let kernel_params = import
+            .entry_points
+            .iter()
+            .find_map(|e| e.kernel)
+            .map(|k| k.params);
         if let Some(params) = kernel_params {
-            diagnostics.extend(compare_fields(contract, params, "the kernel's parameters", source));
+            diagnostics.extend(compare_fields(
+                contract,
+                params,
+                "the kernel's parameters",
+                source,
+            ));
         }
     }
     (import, diagnostics)
@@ -136,7 +163,11 @@ fn provider_agreement(
 ) -> Vec<Diagnostic> {
     let pairs = [
         ("backend", &contract.backend, &provider.backend),
-        ("kernel_source", &contract.kernel_source, &provider.kernel_source),
+        (
+            "kernel_source",
+            &contract.kernel_source,
+            &provider.kernel_source,
+        ),
     ];
     pairs
         .into_iter()
@@ -153,7 +184,10 @@ fn provider_agreement(
                     ),
                 )
                 .with_secondary(theirs.span.clone(), "the provider says this")
-                .with_help(format!("write `{field}: {}` or move the contract to its own provider's chapter", theirs.value))
+                .with_help(format!(
+                    "write `{field}: {}` or move the contract to its own provider's chapter",
+                    theirs.value
+                ))
             })
         })
         .collect()
@@ -206,22 +240,38 @@ fn entry_points(
         };
         let kernel = registry.entry_point(&symbol);
         if kernel.is_none() {
-            diagnostics.push(unresolved_symbol(spec, dtype, &symbol, registry, contract, source));
+            diagnostics.push(unresolved_symbol(
+                spec, dtype, &symbol, registry, contract, source,
+            ));
         } else if !symbol.starts_with(&format!("{}::", registry.crate_name)) {
             diagnostics.push(Diagnostic::error(
                 Code::ProviderMismatch,
                 source,
                 spec.span.clone(),
-                format!("entry point `{symbol}` is not in the provider's crate `{}`", registry.crate_name),
+                format!(
+                    "entry point `{symbol}` is not in the provider's crate `{}`",
+                    registry.crate_name
+                ),
             ));
         }
-        resolved.push(ResolvedEntryPoint { dtype, symbol, kernel });
+        resolved.push(ResolvedEntryPoint {
+            dtype,
+            symbol,
+            kernel,
+        });
     }
     resolved
 }
 
-fn underivable_symbol(spec: &Located<EntryPointSpec>, dtype: DType, source: &Arc<SourceFile>) -> Diagnostic {
-    let suffixes: Vec<String> = DType::ALL.iter().map(|d| format!("_{}", d.suffix())).collect();
+fn underivable_symbol(
+    spec: &Located<EntryPointSpec>,
+    dtype: DType,
+    source: &Arc<SourceFile>,
+) -> Diagnostic {
+    let suffixes: Vec<String> = DType::ALL
+        .iter()
+        .map(|d| format!("_{}", d.suffix()))
+        .collect();
     Diagnostic::error(
         Code::EntryPointUnresolved,
         source,
@@ -253,7 +303,11 @@ fn unresolved_symbol(
         Code::EntryPointUnresolved,
         source,
         spec.span.clone(),
-        format!("entry point `{symbol}` for {} is not in `{}`", dtype.name(), registry.path),
+        format!(
+            "entry point `{symbol}` for {} is not in `{}`",
+            dtype.name(),
+            registry.path
+        ),
     )
     .with_label(format!("no symbol for {}", dtype.name()));
     if shipped.is_empty() {
@@ -262,7 +316,9 @@ fn unresolved_symbol(
             diagnostic.help.push(format!("did you mean `{close}`?"));
         }
     } else {
-        diagnostic.notes.push(format!("the registry ships: {}", shipped.join(", ")));
+        diagnostic
+            .notes
+            .push(format!("the registry ships: {}", shipped.join(", ")));
         diagnostic.help.push(format!(
             "remove {} from the declared dtypes, or add its entry point to the backend",
             dtype.name()
@@ -316,7 +372,11 @@ fn carrier(contract: &RawContract, registry: &LinkRegistry, source: &Arc<SourceF
                 Code::OpKindVariantMismatch,
                 source,
                 name.span.clone(),
-                format!("`OpParams::{}` is not the carrier of `OpKind::{}`", variant.variant, kind.name()),
+                format!(
+                    "`OpParams::{}` is not the carrier of `OpKind::{}`",
+                    variant.variant,
+                    kind.name()
+                ),
             )
             .with_help(format!(
                 "use the variant of OpKind::{} or change op_kind",
@@ -340,23 +400,32 @@ fn unknown_op_kind(name: &Located<String>, source: &Arc<SourceFile>) -> Diagnost
         format!("unknown OpKind `{}`", name.value),
     )
     .with_label("not a variant of OpKind");
-    diagnostic.help.push(match did_you_mean(&name.value, kinds.iter().copied()) {
-        Some(kind) => format!("did you mean `{kind}`?"),
-        None => format!(
-            "the OpKinds are {}; a kernel without a dispatch carrier is `registrable: false`",
-            kinds.join(", ")
-        ),
-    });
+    diagnostic
+        .help
+        .push(match did_you_mean(&name.value, kinds.iter().copied()) {
+            Some(kind) => format!("did you mean `{kind}`?"),
+            None => format!(
+                "the OpKinds are {}; a kernel without a dispatch carrier is `registrable: false`",
+                kinds.join(", ")
+            ),
+        });
     diagnostic
 }
 
-fn bad_variant(name: &Located<String>, registry: &LinkRegistry, source: &Arc<SourceFile>) -> Diagnostic {
+fn bad_variant(
+    name: &Located<String>,
+    registry: &LinkRegistry,
+    source: &Arc<SourceFile>,
+) -> Diagnostic {
     let variants: Vec<&str> = registry.variants.iter().map(|v| v.variant).collect();
     let mut diagnostic = Diagnostic::error(
         Code::BadOpParamsVariant,
         source,
         name.span.clone(),
-        format!("BadOpParamsVariant: `{}` is not an OpParams variant", name.value),
+        format!(
+            "BadOpParamsVariant: `{}` is not an OpParams variant",
+            name.value
+        ),
     )
     .with_label("not a variant of OpParams");
     diagnostic.help.push(match did_you_mean(&name.value, variants.iter().copied()) {
@@ -374,17 +443,30 @@ fn missing_carrier(contract: &RawContract, field: &str, source: &Arc<SourceFile>
         Code::NotRegistrableWithoutCarrier,
         source,
         contract.kernel.span.clone(),
-        format!("registrable contract `{}` has no `{field}`", contract.kernel.value),
+        format!(
+            "registrable contract `{}` has no `{field}`",
+            contract.kernel.value
+        ),
     )
-    .with_help(format!("declare `{field}`, or add `registrable: false` to document the kernel as describe-only"))
+    .with_help(format!(
+        "declare `{field}`, or add `registrable: false` to document the kernel as describe-only"
+    ))
 }
 
-fn describe_only_note(contract: &RawContract, carrier: &Carrier, source: &Arc<SourceFile>) -> Diagnostic {
+fn describe_only_note(
+    contract: &RawContract,
+    carrier: &Carrier,
+    source: &Arc<SourceFile>,
+) -> Diagnostic {
     let reasons: Vec<String> = carrier.problems.iter().map(|p| p.message.clone()).collect();
     let message = if reasons.is_empty() {
-        "describe-only: marked `registrable: false`, so the importer does not register it".to_owned()
+        "describe-only: marked `registrable: false`, so the importer does not register it"
+            .to_owned()
     } else {
-        format!("describe-only: the importer refuses to register it ({})", reasons.join("; "))
+        format!(
+            "describe-only: the importer refuses to register it ({})",
+            reasons.join("; ")
+        )
     };
     let span = contract
         .registrable
@@ -421,14 +503,23 @@ fn compare_fields(
                     anchor.clone(),
                     format!("op_params lacks `{}`, a field of {owner}", desc.name),
                 )
-                .with_help(format!("add `{}: {{ kind: \"{}\" }}` under op_params.fields", desc.name, desc.kind.as_str())),
+                .with_help(format!(
+                    "add `{}: {{ kind: \"{}\" }}` under op_params.fields",
+                    desc.name,
+                    desc.kind.as_str()
+                )),
             );
         }
     }
     problems
 }
 
-fn extra_field(field: &RawParamField, real: &[FieldDesc], owner: &str, source: &Arc<SourceFile>) -> Diagnostic {
+fn extra_field(
+    field: &RawParamField,
+    real: &[FieldDesc],
+    owner: &str,
+    source: &Arc<SourceFile>,
+) -> Diagnostic {
     let names: Vec<&str> = real.iter().map(|r| r.name).collect();
     let mut diagnostic = Diagnostic::error(
         Code::OpParamsMismatch,
@@ -437,10 +528,12 @@ fn extra_field(field: &RawParamField, real: &[FieldDesc], owner: &str, source: &
         format!("`{}` is not a field of {owner}", field.name.value),
     )
     .with_label("no such field");
-    diagnostic.help.push(match did_you_mean(&field.name.value, names.iter().copied()) {
-        Some(name) => format!("did you mean `{name}`?"),
-        None => format!("the fields are: {}", names.join(", ")),
-    });
+    diagnostic.help.push(
+        match did_you_mean(&field.name.value, names.iter().copied()) {
+            Some(name) => format!("did you mean `{name}`?"),
+            None => format!("the fields are: {}", names.join(", ")),
+        },
+    );
     diagnostic
 }
 

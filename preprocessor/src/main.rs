@@ -74,16 +74,23 @@ fn dir_and_format(args: &[String]) -> Result<(PathBuf, String), String> {
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--format" => {
-                format = iter.next().ok_or("`--format` needs `text` or `json`")?.clone();
+                format = iter
+                    .next()
+                    .ok_or("`--format` needs `text` or `json`")?
+                    .clone();
             }
             flag if flag.starts_with("--format=") => format = flag["--format=".len()..].to_owned(),
-            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`\n\n{USAGE}")),
+            flag if flag.starts_with('-') => {
+                return Err(format!("unknown option `{flag}`\n\n{USAGE}"));
+            }
             path if dir.is_none() => dir = Some(PathBuf::from(path)),
             extra => return Err(format!("unexpected argument `{extra}`\n\n{USAGE}")),
         }
     }
     if format != "text" && format != "json" {
-        return Err(format!("`--format` must be `text` or `json`, not `{format}`"));
+        return Err(format!(
+            "`--format` must be `text` or `json`, not `{format}`"
+        ));
     }
     Ok((dir.unwrap_or_else(|| PathBuf::from(".")), format))
 }
@@ -95,7 +102,8 @@ fn build(args: &[String]) -> Result<ExitCode, String> {
     if format != "text" {
         return Err("`build` prints text diagnostics only; use `check --format json`".to_owned());
     }
-    let mut book = MDBook::load(&dir).map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
+    let mut book = MDBook::load(&dir)
+        .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
     book.with_preprocessor(FkcPreprocessor);
     match book.build() {
         Ok(()) => {
@@ -113,19 +121,37 @@ fn build(args: &[String]) -> Result<ExitCode, String> {
 /// Checks every contract without rendering.
 fn check(args: &[String]) -> Result<ExitCode, String> {
     let (dir, format) = dir_and_format(args)?;
-    let mut book = MDBook::load(&dir).map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
+    let mut book = MDBook::load(&dir)
+        .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
     let root = book.root.clone();
     let config = book.config.clone();
-    let outcome = preprocessor::process_book(&root, &config, &mut book.book).map_err(|error| format!("{error:#}"))?;
+    let outcome = preprocessor::process_book(&root, &config, &mut book.book)
+        .map_err(|error| format!("{error:#}"))?;
     if format == "json" {
         println!("{}", json::render_all(&outcome.diagnostics));
     } else {
-        let style = if std::io::stderr().is_terminal() { Style::Colored } else { Style::Plain };
-        let errors: Vec<_> = outcome.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+        let style = if std::io::stderr().is_terminal() {
+            Style::Colored
+        } else {
+            Style::Plain
+        };
+        let errors: Vec<_> = outcome
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .cloned()
+            .collect();
         eprint!("{}", text::render_all(&errors, style));
         for contract in &outcome.contracts {
-            let kind = if contract.registrable { "registrable" } else { "describe-only" };
-            println!("ok   {} ({kind}) {}:{} {}", contract.kernel, contract.file, contract.line, contract.revision_hash);
+            let kind = if contract.registrable {
+                "registrable"
+            } else {
+                "describe-only"
+            };
+            println!(
+                "ok   {} ({kind}) {}:{} {}",
+                contract.kernel, contract.file, contract.line, contract.revision_hash
+            );
         }
         println!(
             "mdbook-fkc check: {} contract(s) verified, {} error(s)",
@@ -133,7 +159,11 @@ fn check(args: &[String]) -> Result<ExitCode, String> {
             errors.len()
         );
     }
-    Ok(if preprocessor::failed(&outcome) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if preprocessor::failed(&outcome) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Explains a diagnostic code.
@@ -143,8 +173,16 @@ fn explain(args: &[String]) -> Result<ExitCode, String> {
     };
     let Some(code) = Code::parse(code) else {
         let known: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
-        return Err(format!("unknown code `{code}`; the codes are: {}", known.join(", ")));
+        return Err(format!(
+            "unknown code `{code}`; the codes are: {}",
+            known.join(", ")
+        ));
     };
-    println!("{}: {}\n\n{}", code.as_str(), code.title(), code.explanation());
+    println!(
+        "{}: {}\n\n{}",
+        code.as_str(),
+        code.title(),
+        code.explanation()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -64,19 +64,28 @@ impl<'r> BookChecker<'r> {
     pub fn chapter(&mut self, path: &str, content: &str) -> Result<ChapterReport, RenderError> {
         let front_block = chapter::front_matter(content);
         let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
-        let front_block = front_block.filter(|fm| !fences.is_empty() || looks_like_fkc(content, fm));
+        let front_block =
+            front_block.filter(|fm| !fences.is_empty() || looks_like_fkc(content, fm));
         if fences.is_empty() && front_block.is_none() {
             return Ok(ChapterReport::default());
         }
         let source = Arc::new(SourceFile::new(path, content));
         let mut report = ChapterReport::default();
-        let front = match &front_block {
-            Some(block) => self.front_matter(&source, block, &mut report.diagnostics),
-            None => {
-                report.diagnostics.push(missing_front_matter(&source, &fences));
-                None
-            }
-        };
+        let mut front_diagnostics = Vec::new();
+        let front = front_block
+            .as_ref()
+            .and_then(|block| self.front_matter(&source, block, &mut front_diagnostics));
+        // Problems of the front matter are the chapter's, except in a diagnostics example whose
+        // first fence must fail: that fence claims them, so the index can show these codes too.
+        let first_claims = fences
+            .first()
+            .is_some_and(|f| f.attributes.should_fail.is_some());
+        let mut inherited = Vec::new();
+        if first_claims {
+            inherited = front_diagnostics;
+        } else {
+            report.diagnostics.extend(front_diagnostics);
+        }
         let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
         let mut prelude = self.renderer.style()?;
         if let (Some(block), Some(front)) = (&front_block, &front) {
@@ -88,7 +97,11 @@ impl<'r> BookChecker<'r> {
             replacements.push((0..0, prelude));
         }
         for fence in &fences {
-            let outcome = self.fence(&source, fence, front.as_ref())?;
+            let mut context = std::mem::take(&mut inherited);
+            if front_block.is_none() {
+                context.push(missing_front_matter(&source, fence));
+            }
+            let outcome = self.fence(&source, fence, front.as_ref(), context)?;
             report.diagnostics.extend(outcome.diagnostics);
             report.contracts.extend(outcome.summary);
             replacements.push((fence.block.clone(), outcome.html));
@@ -107,6 +120,9 @@ impl<'r> BookChecker<'r> {
         let start = block.yaml.start;
         let (front, found) = read_block(source, &yaml, &|offset| start + offset, read_front_matter);
         diagnostics.extend(found);
+        if let Some(front) = &front {
+            diagnostics.extend(crate::import::check_provider(source, front));
+        }
         front
     }
 
@@ -115,13 +131,21 @@ impl<'r> BookChecker<'r> {
         source: &Arc<SourceFile>,
         fence: &Fence,
         front: Option<&FrontMatter>,
+        inherited: Vec<Diagnostic>,
     ) -> Result<FenceOutcome, RenderError> {
-        let mut diagnostics = attribute_errors(source, fence);
-        let (raw, found) = read_block(source, &fence.body, &|offset| fence.file_offset(offset), read_contract);
+        let mut diagnostics = inherited;
+        diagnostics.extend(attribute_errors(source, fence));
+        let (raw, found) = read_block(
+            source,
+            &fence.body,
+            &|offset| fence.file_offset(offset),
+            read_contract,
+        );
         diagnostics.extend(found);
         let expected = fence.attributes.should_fail.as_deref();
         let resolved = raw.as_ref().map(|raw| {
-            let (resolved, found) = resolve::resolve(raw, front, source, &mut self.registry, expected.is_none());
+            let (resolved, found) =
+                resolve::resolve(raw, front, source, &mut self.registry, expected.is_none());
             diagnostics.extend(found);
             resolved
         });
@@ -129,7 +153,9 @@ impl<'r> BookChecker<'r> {
             Some(codes) => self.expected_failure(source, fence, codes, diagnostics),
             None if has_errors(&diagnostics) => self.failure(fence, diagnostics),
             None => match (raw, resolved) {
-                (Some(raw), Some(resolved)) => self.success(source, fence, &raw, &resolved, diagnostics),
+                (Some(raw), Some(resolved)) => {
+                    self.success(source, fence, &raw, &resolved, diagnostics)
+                }
                 _ => self.failure(fence, diagnostics),
             },
         }
@@ -160,8 +186,16 @@ impl<'r> BookChecker<'r> {
         })
     }
 
-    fn failure(&self, fence: &Fence, diagnostics: Vec<Diagnostic>) -> Result<FenceOutcome, RenderError> {
-        let shown: Vec<Diagnostic> = diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+    fn failure(
+        &self,
+        fence: &Fence,
+        diagnostics: Vec<Diagnostic>,
+    ) -> Result<FenceOutcome, RenderError> {
+        let shown: Vec<Diagnostic> = diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .cloned()
+            .collect();
         let text = text::render_all(&shown, Style::Plain);
         Ok(FenceOutcome {
             html: self.renderer.diagnostics(&text, None, Some(&fence.body))?,
@@ -184,7 +218,9 @@ impl<'r> BookChecker<'r> {
         if actual == wanted {
             let text = text::render_all(&errors, Style::Plain);
             return Ok(FenceOutcome {
-                html: self.renderer.diagnostics(&text, Some(expected), Some(&fence.body))?,
+                html: self
+                    .renderer
+                    .diagnostics(&text, Some(expected), Some(&fence.body))?,
                 diagnostics: Vec::new(),
                 summary: None,
             });
@@ -192,18 +228,31 @@ impl<'r> BookChecker<'r> {
         let found = if actual.is_empty() {
             "it passed".to_owned()
         } else {
-            format!("it failed with {}", actual.iter().copied().collect::<Vec<_>>().join(" + "))
+            format!(
+                "it failed with {}",
+                actual.iter().copied().collect::<Vec<_>>().join(" + ")
+            )
         };
         let mut mismatch = Diagnostic::error(
             Code::ExpectationNotMet,
             source,
             fence.info_offset..fence.info_offset + chapter::FENCE_LANGUAGE.len(),
-            format!("this fence must fail with {}, but {found}", expected.join(" + ")),
+            format!(
+                "this fence must fail with {}, but {found}",
+                expected.join(" + ")
+            ),
         )
         .with_label("marked should_fail here")
-        .with_help("fix the example so it fails with exactly the listed codes, or correct the list");
+        .with_help(
+            "fix the example so it fails with exactly the listed codes, or correct the list",
+        );
         for error in &errors {
-            mismatch = mismatch.with_note(format!("{} at {}: {}", error.code, error.position(), error.message));
+            mismatch = mismatch.with_note(format!(
+                "{} at {}: {}",
+                error.code,
+                error.position(),
+                error.message
+            ));
         }
         let text = text::render_all(std::slice::from_ref(&mismatch), Style::Plain);
         Ok(FenceOutcome {
@@ -216,18 +265,19 @@ impl<'r> BookChecker<'r> {
 
 /// Front matter without fences is FKC's only when it says so.
 fn looks_like_fkc(content: &str, block: &FrontMatterBlock) -> bool {
-    content
-        .get(block.yaml.clone())
-        .is_some_and(|yaml| yaml.lines().any(|line| line.starts_with("fkc_version") || line.starts_with("provider")))
+    content.get(block.yaml.clone()).is_some_and(|yaml| {
+        yaml.lines()
+            .any(|line| line.starts_with("fkc_version") || line.starts_with("provider"))
+    })
 }
 
-fn missing_front_matter(source: &Arc<SourceFile>, fences: &[Fence]) -> Diagnostic {
-    let at = fences.first().map_or(0, |fence| fence.info_offset);
+fn missing_front_matter(source: &Arc<SourceFile>, fence: &Fence) -> Diagnostic {
+    let at = fence.info_offset;
     Diagnostic::error(
         Code::MissingFrontMatter,
         source,
         at..at + chapter::FENCE_LANGUAGE.len(),
-        "this chapter has contracts but no FKC front matter",
+        "this contract's chapter has no FKC front matter",
     )
     .with_label("contract found here")
     .with_help("start the chapter with `---`, `fkc_version: 1`, a `provider:` table and `---` (see `mdbook-fkc explain FKC0001`)")

@@ -54,7 +54,12 @@ fn report(outcome: &BookOutcome) -> Result<()> {
         } else {
             Style::Plain
         };
-        let errors: Vec<Diagnostic> = outcome.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+        let errors: Vec<Diagnostic> = outcome
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .cloned()
+            .collect();
         eprint!("{}", text::render_all(&errors, style));
         if outcome.on_failure == OnFailure::Bail {
             return Err(Error::msg(format!(
@@ -62,7 +67,9 @@ fn report(outcome: &BookOutcome) -> Result<()> {
                 errors.len()
             )));
         }
-        eprintln!("warning: mdbook-fkc: contract errors are shown in the pages (on-failure = \"continue\")");
+        eprintln!(
+            "warning: mdbook-fkc: contract errors are shown in the pages (on-failure = \"continue\")"
+        );
     }
     Ok(())
 }
@@ -83,7 +90,9 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let source_dir = config.book.src.clone();
     let mut failure = None;
     book.for_each_mut(|item| {
-        let BookItem::Chapter(chapter) = item else { return };
+        let BookItem::Chapter(chapter) = item else {
+            return;
+        };
         if failure.is_some() {
             return;
         }
@@ -116,7 +125,9 @@ pub fn version_warning(calling: &str) -> Option<String> {
     };
     let ours = mdbook_preprocessor::MDBOOK_VERSION;
     (minor(calling) != minor(ours)).then(|| {
-        format!("warning: mdbook-fkc was built against mdbook {ours}, but is called by mdbook {calling}")
+        format!(
+            "warning: mdbook-fkc was built against mdbook {ours}, but is called by mdbook {calling}"
+        )
     })
 }
 

@@ -24,10 +24,12 @@ pub struct Resolved {
     pub registrable: bool,
     pub revision_hash: String,
     pub import: Import,
+    /// Every expression parsed and bound.
+    pub contract: crate::contract::resolved::Contract,
 }
 
-/// Resolves one contract. `register` is false for fences that must fail (they are examples,
-/// not kernels of the book).
+/// Resolves one contract. `register` is false for fences that must fail: they are examples, not
+/// kernels of the book, so they do not take their kernel name.
 pub fn resolve(
     raw: &RawContract,
     front: Option<&FrontMatter>,
@@ -42,19 +44,23 @@ pub fn resolve(
         .map_or("", |base| base.value.as_str());
     let computed = revision_hash(revision_base, &raw.kernel.value, &raw.canonical);
     diagnostics.extend(check_authored_hash(raw, &computed, source));
-    if register {
-        diagnostics.extend(claim_name(raw, source, registry));
-    }
-    diagnostics.extend(crate::contract::resolved::check_expressions(raw, source));
+    diagnostics.extend(claim_name(raw, source, registry, register));
+    let (contract, found) = crate::contract::resolved::resolve_expressions(raw, source);
+    diagnostics.extend(found);
     let resolved = Resolved {
         registrable: import.registrable,
         revision_hash: computed,
         import,
+        contract,
     };
     (resolved, diagnostics)
 }
 
-fn check_authored_hash(raw: &RawContract, computed: &str, source: &Arc<SourceFile>) -> Option<Diagnostic> {
+fn check_authored_hash(
+    raw: &RawContract,
+    computed: &str,
+    source: &Arc<SourceFile>,
+) -> Option<Diagnostic> {
     let hash = raw.kernel_revision_hash.as_ref()?;
     match &hash.value {
         RevisionHash::Authored(text) if text != computed => Some(
@@ -65,15 +71,27 @@ fn check_authored_hash(raw: &RawContract, computed: &str, source: &Arc<SourceFil
                 format!("kernel_revision_hash `{text}` differs from the computed `{computed}`"),
             )
             .with_label("stale or hand-written hash")
-            .with_help(format!("write `kernel_revision_hash: auto` (or `{computed}`)")),
+            .with_help(format!(
+                "write `kernel_revision_hash: auto` (or `{computed}`)"
+            )),
         ),
         _ => None,
     }
 }
 
-fn claim_name(raw: &RawContract, source: &Arc<SourceFile>, registry: &mut BookRegistry) -> Option<Diagnostic> {
+/// Checks the kernel name is free; takes it when `register` (examples that must fail only check).
+fn claim_name(
+    raw: &RawContract,
+    source: &Arc<SourceFile>,
+    registry: &mut BookRegistry,
+    register: bool,
+) -> Option<Diagnostic> {
     let kernel = &raw.kernel;
-    let here = format!("{}:{}", source.path, source.line_col(kernel.span.start).line);
+    let here = format!(
+        "{}:{}",
+        source.path,
+        source.line_col(kernel.span.start).line
+    );
     if let Some(first) = registry.kernels.get(&kernel.value) {
         return Some(
             Diagnostic::error(
@@ -86,7 +104,9 @@ fn claim_name(raw: &RawContract, source: &Arc<SourceFile>, registry: &mut BookRe
             .with_help("rename one of the kernels, or remove the duplicate contract"),
         );
     }
-    registry.kernels.insert(kernel.value.clone(), here);
+    if register {
+        registry.kernels.insert(kernel.value.clone(), here);
+    }
     None
 }
 
@@ -102,7 +122,11 @@ pub fn decorate(view: &mut ContractView, resolved: &Resolved, diagnostics: &[Dia
             resolved: entry.kernel.is_some(),
         })
         .collect();
-    if let Some(row) = view.identity.iter_mut().find(|row| row.field == "kernel_revision_hash") {
+    if let Some(row) = view
+        .identity
+        .iter_mut()
+        .find(|row| row.field == "kernel_revision_hash")
+    {
         row.value = format!("{} (computed: {})", row.value, resolved.revision_hash);
     } else {
         view.identity.push(crate::render::view::Row {

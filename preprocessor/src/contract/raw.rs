@@ -266,7 +266,8 @@ pub fn read_contract(reader: &mut Reader<'_>, root: &Node) -> Option<RawContract
         );
         return None;
     }
-    let fields = reader.mapping_with_sections(root, "the contract", CONTRACT_FIELDS, CONTRACT_SECTIONS)?;
+    let fields =
+        reader.mapping_with_sections(root, "the contract", CONTRACT_FIELDS, CONTRACT_SECTIONS)?;
     let kernel = reader
         .required(&fields, "kernel", "the contract")
         .and_then(|node| reader.string(node, "kernel"));

@@ -1,11 +1,632 @@
-//! The resolved contract: every expression parsed and its names bound (issue in progress).
+//! The resolved contract: every expression of a contract parsed and type-checked against the
+//! names the contract declares (op-param fields, operands with their ranks, outputs,
+//! `dtype_bytes`, named predicates), with the rule-level forms (`same_as=`, `passthrough`,
+//! `conv2d(params)`, `from_params(…)`) interpreted. Errors point at the column inside the
+//! expression, in the author's file.
 
-use super::raw::RawContract;
-use crate::diag::Diagnostic;
+use super::raw::{RawContract, RawInput};
+use super::schema::Located;
+use crate::diag::{Code, Diagnostic};
+use crate::expr::{self, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Span, Type};
 use crate::source::SourceFile;
+use fuel_reference_backend::ParamKind;
 use std::sync::Arc;
 
-/// Parses and binds every expression of a contract.
-pub fn check_expressions(_raw: &RawContract, _source: &Arc<SourceFile>) -> Vec<Diagnostic> {
-    Vec::new()
+/// A parsed, type-checked expression with the text it came from.
+#[derive(Debug, Clone)]
+pub struct ResolvedExpr {
+    pub source: Located<String>,
+    pub expr: Expr,
+}
+
+/// How an output's shape is computed.
+#[derive(Debug, Clone)]
+pub enum ShapeRule {
+    /// `conv2d(params)`: the OpParams::Conv2D geometry.
+    Conv2d,
+    /// `conv_transpose2d(params)`: the OpParams::ConvTranspose2D geometry.
+    ConvTranspose2d,
+    /// `from_params(N=…, C=…, …)`: one integer expression per dimension.
+    FromParams(Vec<(String, Expr)>),
+}
+
+impl ShapeRule {
+    /// The rank of the output this rule produces.
+    pub fn rank(&self) -> usize {
+        match self {
+            ShapeRule::Conv2d | ShapeRule::ConvTranspose2d => 4,
+            ShapeRule::FromParams(dims) => dims.len(),
+        }
+    }
+}
+
+/// One output's resolved rules.
+#[derive(Debug, Clone)]
+pub struct ResolvedOutput {
+    pub name: String,
+    /// The input whose dtype the output takes (`passthrough(x)`).
+    pub dtype_from: Option<String>,
+    pub shape: Option<ShapeRule>,
+}
+
+/// Named predicates the language offers, defined in the language itself. A predicate is in
+/// scope when its definition type-checks against the contract's names.
+pub const PREDICATES: &[(&str, &str)] = &[("depthwise", "groups == x.dim[1]")];
+
+/// Every expression of a contract, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct Contract {
+    /// (input name, constraint) — `same_as=` desugared to `NAME.dim[0] == EXPR`.
+    pub input_constraints: Vec<(String, ResolvedExpr)>,
+    /// (op-param name, constraint).
+    pub param_constraints: Vec<(String, ResolvedExpr)>,
+    pub outputs: Vec<ResolvedOutput>,
+    /// (formula name, expression) for flops, bytes_moved, overhead_ns and memory.*.
+    pub formulas: Vec<(String, ResolvedExpr)>,
+    pub fast_paths: Vec<ResolvedExpr>,
+    /// (predicate name, definition) for the predicates in scope.
+    pub predicates: Vec<(String, Expr)>,
+}
+
+/// Resolves every expression of a contract.
+pub fn resolve_expressions(
+    raw: &RawContract,
+    source: &Arc<SourceFile>,
+) -> (Contract, Vec<Diagnostic>) {
+    let mut resolver = Resolver {
+        source,
+        diagnostics: Vec::new(),
+        scope: base_scope(raw),
+    };
+    let mut contract = Contract::default();
+    resolver.duplicate_names(raw);
+    resolver.add_predicates(&mut contract);
+    contract.outputs = raw
+        .outputs
+        .iter()
+        .map(|output| resolver.output(raw, output))
+        .collect();
+    for output in &contract.outputs {
+        let rank = output.shape.as_ref().map_or(4, ShapeRule::rank);
+        resolver
+            .scope
+            .insert(output.name.clone(), Type::operand(rank));
+    }
+    for input in &raw.inputs {
+        if let Some(constraint) = &input.shape_constraint
+            && let Some(resolved) = resolver.input_constraint(input, constraint)
+        {
+            contract
+                .input_constraints
+                .push((input.name.value.clone(), resolved));
+        }
+    }
+    for field in raw.op_params.iter().flat_map(|p| &p.fields) {
+        if let Some(constraint) = &field.constraint
+            && let Some(resolved) = resolver.typed(constraint, Type::Bool, "a constraint")
+        {
+            contract
+                .param_constraints
+                .push((field.name.value.clone(), resolved));
+        }
+    }
+    resolver.formulas(raw, &mut contract);
+    for path in raw.caps.iter().flat_map(|c| &c.fast_paths) {
+        contract
+            .fast_paths
+            .extend(resolver.typed(&path.when, Type::Bool, "a fast path's `when`"));
+    }
+    (contract, resolver.diagnostics)
+}
+
+fn param_type(kind: &str) -> Type {
+    match ParamKind::parse(kind) {
+        Some(ParamKind::Usize) => Type::Int,
+        Some(ParamKind::UsizePair) => Type::ints(2),
+        Some(ParamKind::UsizeArray4) => Type::ints(4),
+        None => Type::Any,
+    }
+}
+
+fn base_scope(raw: &RawContract) -> Scope {
+    let mut scope = Scope::new();
+    scope.insert("dtype_bytes", Type::Int);
+    for input in &raw.inputs {
+        // Without a readable rank the operand's dimensions are unknown: any index is accepted
+        // here (the rank's own diagnostic says what is wrong), so errors do not cascade.
+        let ty = match input
+            .rank
+            .as_ref()
+            .and_then(|r| usize::try_from(r.value).ok())
+        {
+            Some(rank) if rank <= 64 => Type::operand(rank),
+            _ => Type::Any,
+        };
+        scope.insert(input.name.value.clone(), ty);
+    }
+    for field in raw.op_params.iter().flat_map(|p| &p.fields) {
+        scope.insert(field.name.value.clone(), param_type(&field.kind.value));
+    }
+    scope
+}
+
+struct Resolver<'a> {
+    source: &'a Arc<SourceFile>,
+    diagnostics: Vec<Diagnostic>,
+    scope: Scope,
+}
+
+impl Resolver<'_> {
+    /// Inputs and outputs share one namespace (expressions name them); each name once.
+    fn duplicate_names(&mut self, raw: &RawContract) {
+        let names = raw
+            .inputs
+            .iter()
+            .map(|i| &i.name)
+            .chain(raw.outputs.iter().map(|o| &o.name));
+        let mut seen: Vec<&Located<String>> = Vec::new();
+        for name in names {
+            if let Some(first) = seen.iter().find(|s| s.value == name.value) {
+                let diagnostic = Diagnostic::error(
+                    Code::DuplicateName,
+                    self.source,
+                    name.span.clone(),
+                    format!("`{}` is declared twice", name.value),
+                )
+                .with_secondary(first.span.clone(), "first declared here")
+                .with_help("give each input and output its own name");
+                self.diagnostics.push(diagnostic);
+            } else {
+                seen.push(name);
+            }
+        }
+    }
+
+    fn add_predicates(&mut self, contract: &mut Contract) {
+        for (name, definition) in PREDICATES {
+            if let Ok(expr) = expr::parse(definition)
+                && expr::check(&expr, &self.scope) == Ok(Type::Bool)
+            {
+                contract.predicates.push(((*name).to_owned(), expr));
+            }
+        }
+        for (name, _) in &contract.predicates {
+            self.scope.insert(name.clone(), Type::Bool);
+        }
+    }
+
+    /// Parses `text[offset..]` of a located value; errors are located in the file.
+    fn parse_at(&mut self, located: &Located<String>, offset: usize) -> Option<Expr> {
+        let text = located.value.get(offset..).unwrap_or("");
+        match expr::parse(text) {
+            Ok(expr) => Some(expr),
+            Err(error) => {
+                self.report(located, offset, &error);
+                None
+            }
+        }
+    }
+
+    /// Parses and checks an expression that must have type `expected`.
+    fn typed(
+        &mut self,
+        located: &Located<String>,
+        expected: Type,
+        what: &str,
+    ) -> Option<ResolvedExpr> {
+        let expr = self.parse_at(located, 0)?;
+        self.check(located, 0, &expr, expected, what)?;
+        if expr.names().is_empty()
+            && let Err(error) = expr::eval(&expr, &expr::Bindings::new())
+        {
+            // A constant expression is evaluated now, so `1 / 0` fails at import.
+            self.report(located, 0, &error);
+            return None;
+        }
+        Some(ResolvedExpr {
+            source: located.clone(),
+            expr,
+        })
+    }
+
+    fn check(
+        &mut self,
+        located: &Located<String>,
+        offset: usize,
+        expr: &Expr,
+        expected: Type,
+        what: &str,
+    ) -> Option<()> {
+        match expr::check(expr, &self.scope) {
+            Ok(found) if found == expected || found == Type::Any => Some(()),
+            Ok(found) => {
+                let error = ExprError {
+                    span: expr.span,
+                    kind: ExprErrorKind::Type,
+                    message: format!(
+                        "{what} must be {}, but this is {}",
+                        type_words(&expected),
+                        type_words(&found)
+                    ),
+                    help: Some(match expected {
+                        Type::Bool => {
+                            "compare it: `… == …`, `… > 0`, or `divisible(a, b)`".to_owned()
+                        }
+                        _ => "a formula computes an integer".to_owned(),
+                    }),
+                };
+                self.report(located, offset, &error);
+                None
+            }
+            Err(errors) => {
+                for error in &errors {
+                    self.report(located, offset, error);
+                }
+                None
+            }
+        }
+    }
+
+    fn input_constraint(
+        &mut self,
+        input: &RawInput,
+        constraint: &Located<String>,
+    ) -> Option<ResolvedExpr> {
+        const SAME_AS: &str = "same_as=";
+        let Some(rest) = constraint.value.strip_prefix(SAME_AS) else {
+            return self.typed(constraint, Type::Bool, "a shape constraint");
+        };
+        let rhs = self.parse_at(constraint, SAME_AS.len())?;
+        let rank = input.rank.as_ref().map_or(0, |r| r.value);
+        if rank != 1 {
+            self.ambiguous_same_as(input, constraint, rest, rank);
+            return None;
+        }
+        self.check(constraint, SAME_AS.len(), &rhs, Type::Int, "`same_as=`")?;
+        let here = Span {
+            start: 0,
+            end: SAME_AS.len() - 1,
+        };
+        let lhs = dim_expr(&input.name.value, 0, here);
+        let expr = Expr::new(
+            ExprKind::Binary {
+                op: expr::BinOp::Eq,
+                op_span: here,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            },
+            here,
+        );
+        Some(ResolvedExpr {
+            source: constraint.clone(),
+            expr,
+        })
+    }
+
+    fn ambiguous_same_as(
+        &mut self,
+        input: &RawInput,
+        constraint: &Located<String>,
+        rest: &str,
+        rank: u64,
+    ) {
+        let name = &input.name.value;
+        let meant = constraint
+            .comment
+            .as_deref()
+            .and_then(|comment| dimension_in(comment, name));
+        let examples: Vec<String> = match meant {
+            Some(dim) => vec![format!(
+                "`{name}.dim[{dim}] == {rest}` (the dimension this line's comment names)"
+            )],
+            None => (0..rank.min(4))
+                .map(|d| format!("`{name}.dim[{d}] == {rest}`"))
+                .collect(),
+        };
+        let span = self.value_span(constraint, 0, "same_as".len());
+        let diagnostic = Diagnostic::error(
+            Code::AmbiguousSameAs,
+            self.source,
+            span,
+            format!("`same_as=` on `{name}` (rank {rank}) does not say which dimension"),
+        )
+        .with_label("ambiguous on an operand of rank greater than 1")
+        .with_note(
+            "`same_as=EXPR` means `OPERAND.dim[0] == EXPR` and is only defined on rank-1 operands",
+        )
+        .with_help(format!(
+            "name the dimension, for example {}",
+            examples.join(" or ")
+        ));
+        self.diagnostics.push(diagnostic);
+    }
+
+    fn output(&mut self, raw: &RawContract, output: &super::raw::RawOutput) -> ResolvedOutput {
+        ResolvedOutput {
+            name: output.name.value.clone(),
+            dtype_from: output
+                .dtype_rule
+                .as_ref()
+                .and_then(|rule| self.dtype_rule(raw, rule)),
+            shape: output
+                .shape_rule
+                .as_ref()
+                .and_then(|rule| self.shape_rule(raw, rule)),
+        }
+    }
+
+    fn dtype_rule(&mut self, raw: &RawContract, rule: &Located<String>) -> Option<String> {
+        let expr = self.parse_at(rule, 0)?;
+        if let ExprKind::Call { name, args, .. } = &expr.kind
+            && name == "passthrough"
+            && let [arg] = args.as_slice()
+            && arg.name.is_none()
+            && let ExprKind::Name(input) = &arg.value.kind
+        {
+            if raw.inputs.iter().any(|i| &i.name.value == input) {
+                return Some(input.clone());
+            }
+            let error = ExprError {
+                span: arg.value.span,
+                kind: ExprErrorKind::UnknownName,
+                message: format!("`{input}` is not an input of this contract"),
+                help: Some(format!("the inputs are: {}", input_names(raw))),
+            };
+            self.report(rule, 0, &error);
+            return None;
+        }
+        self.bad_rule(
+            rule,
+            &expr,
+            "`dtype_rule` is `passthrough(INPUT)`",
+            format!("write `passthrough({})`", first_input(raw)),
+        );
+        None
+    }
+
+    fn shape_rule(&mut self, raw: &RawContract, rule: &Located<String>) -> Option<ShapeRule> {
+        let expr = self.parse_at(rule, 0)?;
+        let variant = raw
+            .op_params
+            .as_ref()
+            .and_then(|p| p.variant.as_ref())
+            .map(|v| v.value.as_str());
+        let ExprKind::Call {
+            name,
+            args,
+            name_span,
+        } = &expr.kind
+        else {
+            self.bad_rule(
+                rule,
+                &expr,
+                "a shape rule is `conv2d(params)`, `conv_transpose2d(params)` or `from_params(…)`",
+                "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
+            );
+            return None;
+        };
+        let geometry = match name.as_str() {
+            "conv2d" => Some((ShapeRule::Conv2d, "Conv2D")),
+            "conv_transpose2d" => Some((ShapeRule::ConvTranspose2d, "ConvTranspose2D")),
+            _ => None,
+        };
+        if let Some((shape, wanted)) = geometry {
+            let params_arg = matches!(args.as_slice(), [arg] if arg.name.is_none() && matches!(&arg.value.kind, ExprKind::Name(n) if n == "params"));
+            // An unknown registrable variant is the importer's error (FKC0302); do not repeat it.
+            let variant_is_unknown =
+                variant.is_some_and(|v| fuel_reference_backend::dispatch::variant(v).is_none());
+            let registrable = raw.registrable.as_ref().is_none_or(|r| r.value);
+            if params_arg && variant_is_unknown && registrable {
+                return Some(shape);
+            }
+            if !params_arg || variant != Some(wanted) {
+                let error = ExprError {
+                    span: *name_span,
+                    kind: ExprErrorKind::Function,
+                    message: format!("`{name}(params)` needs `op_params.variant: {wanted}`"),
+                    help: Some(format!(
+                        "declare `variant: {wanted}`, or write the shape with `from_params(…)`"
+                    )),
+                };
+                self.report_code(rule, 0, &error, Code::BadRule);
+                return None;
+            }
+            return Some(shape);
+        }
+        if name != "from_params" {
+            self.bad_rule(
+                rule,
+                &expr,
+                "a shape rule is `conv2d(params)`, `conv_transpose2d(params)` or `from_params(…)`",
+                "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
+            );
+            return None;
+        }
+        let mut dims = Vec::new();
+        for (index, arg) in args.iter().enumerate() {
+            let label = arg
+                .name
+                .as_ref()
+                .map_or_else(|| format!("dim{index}"), |(n, _)| n.clone());
+            let ok = match expr::check(&arg.value, &self.scope) {
+                Ok(Type::Int | Type::Any) => true,
+                Ok(found) => {
+                    let error = ExprError {
+                        span: arg.value.span,
+                        kind: ExprErrorKind::Type,
+                        message: format!(
+                            "dimension `{label}` must be an integer, but this is {}",
+                            type_words(&found)
+                        ),
+                        help: None,
+                    };
+                    self.report(rule, 0, &error);
+                    false
+                }
+                Err(errors) => {
+                    for error in &errors {
+                        self.report(rule, 0, error);
+                    }
+                    false
+                }
+            };
+            if ok {
+                dims.push((label, arg.value.clone()));
+            }
+        }
+        (dims.len() == args.len() && !dims.is_empty()).then_some(ShapeRule::FromParams(dims))
+    }
+
+    fn bad_rule(&mut self, rule: &Located<String>, expr: &Expr, message: &str, help: String) {
+        let error = ExprError {
+            span: expr.span,
+            kind: ExprErrorKind::Function,
+            message: message.to_owned(),
+            help: Some(help),
+        };
+        self.report_code(rule, 0, &error, Code::BadRule);
+    }
+
+    fn formulas(&mut self, raw: &RawContract, contract: &mut Contract) {
+        let Some(cost) = &raw.cost else { return };
+        let mut all = vec![
+            ("flops", &cost.flops),
+            ("bytes_moved", &cost.bytes_moved),
+            ("overhead_ns", &cost.overhead_ns),
+        ];
+        if let Some(memory) = &cost.memory {
+            all.extend([
+                ("memory.device_bytes", &memory.device_bytes),
+                ("memory.host_bytes", &memory.host_bytes),
+                ("memory.disk_bytes", &memory.disk_bytes),
+            ]);
+        }
+        for (name, value) in all {
+            let Some(located) = value else { continue };
+            let Some(text) = &located.value else { continue };
+            let text = Located {
+                value: text.clone(),
+                span: located.span.clone(),
+                comment: located.comment.clone(),
+            };
+            if let Some(resolved) = self.typed(&text, Type::Int, &format!("`{name}`")) {
+                contract.formulas.push((name.to_owned(), resolved));
+            }
+        }
+    }
+
+    /// The file span of `[start, end)` bytes of an expression written at `offset` in a value.
+    fn value_span(
+        &self,
+        located: &Located<String>,
+        start: usize,
+        end: usize,
+    ) -> std::ops::Range<usize> {
+        let written = self.source.slice(located.span.clone());
+        let quote = usize::from(written.starts_with('"') || written.starts_with('\''));
+        let inner_start = located.span.start + quote;
+        let exact = self
+            .source
+            .slice(inner_start..inner_start + located.value.len())
+            == located.value;
+        if exact {
+            (inner_start + start)..(inner_start + end.max(start))
+        } else {
+            located.span.clone()
+        }
+    }
+
+    fn report(&mut self, located: &Located<String>, offset: usize, error: &ExprError) {
+        let code = match error.kind {
+            ExprErrorKind::Syntax => Code::ExprSyntax,
+            ExprErrorKind::Budget => Code::ExprBudget,
+            ExprErrorKind::UnknownName | ExprErrorKind::UnknownFunction => Code::ExprUnknownName,
+            ExprErrorKind::Type | ExprErrorKind::Arity => Code::ExprType,
+            ExprErrorKind::IndexOutOfRange => Code::ExprIndex,
+            ExprErrorKind::Overflow | ExprErrorKind::DivisionByZero => Code::ExprArithmetic,
+            ExprErrorKind::Function => Code::BadRule,
+        };
+        self.report_code(located, offset, error, code);
+    }
+
+    fn report_code(
+        &mut self,
+        located: &Located<String>,
+        offset: usize,
+        error: &ExprError,
+        code: Code,
+    ) {
+        let span = self.value_span(located, offset + error.span.start, offset + error.span.end);
+        let mut diagnostic = Diagnostic::error(code, self.source, span, error.message.clone())
+            .with_label(format!("in `{}`", shorten(&located.value)));
+        if let Some(help) = &error.help {
+            diagnostic.help.push(help.clone());
+        }
+        self.diagnostics.push(diagnostic);
+    }
+}
+
+/// `NAME.dim[index]` as a tree (for desugared `same_as=`).
+fn dim_expr(name: &str, index: i64, span: Span) -> Expr {
+    let base = Expr::new(ExprKind::Name(name.to_owned()), span);
+    let dim = Expr::new(
+        ExprKind::Member {
+            base: Box::new(base),
+            field: "dim".to_owned(),
+            field_span: span,
+        },
+        span,
+    );
+    Expr::new(
+        ExprKind::Index {
+            base: Box::new(dim),
+            index: Box::new(Expr::new(ExprKind::Int(index), span)),
+        },
+        span,
+    )
+}
+
+/// The `k` of the first `NAME.dim[k]` in a comment.
+fn dimension_in(comment: &str, name: &str) -> Option<u32> {
+    let needle = format!("{name}.dim[");
+    let start = comment.find(&needle)? + needle.len();
+    let digits: String = comment
+        .get(start..)?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+fn type_words(ty: &Type) -> &'static str {
+    match ty {
+        Type::Int => "an integer",
+        Type::Bool => "a boolean",
+        Type::Tuple(_) => "a tuple",
+        Type::Record(_) => "an operand",
+        Type::Any => "a value",
+    }
+}
+
+fn input_names(raw: &RawContract) -> String {
+    raw.inputs
+        .iter()
+        .map(|i| format!("`{}`", i.name.value))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn first_input(raw: &RawContract) -> String {
+    raw.inputs
+        .first()
+        .map_or_else(|| "x".to_owned(), |i| i.name.value.clone())
+}
+
+fn shorten(text: &str) -> String {
+    const LIMIT: usize = 60;
+    if text.chars().count() <= LIMIT {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(LIMIT).collect::<String>())
+    }
 }

@@ -161,7 +161,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a mapping, reporting keys outside `allowed` (with a did-you-mean).
-    pub fn mapping<'n>(&mut self, node: &'n Node, what: &str, allowed: &[&str]) -> Option<Fields<'n>> {
+    pub fn mapping<'n>(
+        &mut self,
+        node: &'n Node,
+        what: &str,
+        allowed: &[&str],
+    ) -> Option<Fields<'n>> {
         self.mapping_with_sections(node, what, allowed, &[])
     }
 
@@ -200,7 +205,9 @@ impl<'a> Reader<'a> {
             }
             let section = sections
                 .iter()
-                .find(|(section, children)| children.contains(&name.as_str()) && empty_section(section))
+                .find(|(section, children)| {
+                    children.contains(&name.as_str()) && empty_section(section)
+                })
                 .map(|(section, _)| *section);
             match section {
                 Some(section) => match strays.iter_mut().find(|(s, _)| *s == section) {
@@ -231,7 +238,10 @@ impl<'a> Reader<'a> {
             names.join(", ")
         ));
         for key in keys.iter().skip(1).take(4) {
-            diagnostic = diagnostic.with_secondary(self.file_span(&key.span), format!("also under `{section}:`"));
+            diagnostic = diagnostic.with_secondary(
+                self.file_span(&key.span),
+                format!("also under `{section}:`"),
+            );
         }
         self.errors.push(diagnostic);
         self.flattened.push(section.to_owned());

@@ -69,6 +69,8 @@ codes! {
         "`same_as=EXPR` is shorthand for `OPERAND.dim[0] == EXPR` and is only defined on rank-1 operands. On a rank-4 operand it is ambiguous: the seed's conv_transpose2d means `weight.dim[0] == x.dim[1]` while conv2d_simple means `kernel.dim[1] == x.dim[1]`. Write the comparison out, naming the dimension.";
     BadRule = "FKC0207", "a rule is not one the format defines",
         "`dtype_rule` is `passthrough(INPUT)`; `shape_rule` is `conv2d(params)`, `conv_transpose2d(params)` (whose variant must match `op_params.variant`), or `from_params(NAME=EXPR, …)` with one integer expression per output dimension (as many as the output's rank, when it is declared).";
+    ExprArithmetic = "FKC0208", "an expression's arithmetic fails",
+        "Expressions use checked 64-bit integer arithmetic: an overflow or a division by zero is an error, never a wrap-around. `/` and `%` are floor division and modulo.";
     UnknownOpKind = "FKC0301", "op_kind is not a real OpKind",
         "A registrable contract's `op_kind` must name a variant of the provider's `OpKind` dispatch enum. A kernel with no dispatch carrier yet is documented with `registrable: false` (describe-only) until its carrier lands.";
     BadOpParamsVariant = "FKC0302", "op_params.variant is not a real OpParams variant",

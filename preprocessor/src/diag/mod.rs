@@ -125,7 +125,10 @@ pub fn has_errors(diagnostics: &[Diagnostic]) -> bool {
 }
 
 /// "Did you mean …?" for a misspelt name: the closest candidate within a small edit distance.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()

@@ -93,11 +93,15 @@ mod tests {
             "book/a.md",
             "# A\n```fkc\nkernl: conv2d\n```\n",
         ));
-        let diagnostic = Diagnostic::error(Code::UnknownField, &file, 11..16, "unknown field `kernl`")
-            .with_label("not a contract field")
-            .with_help("did you mean `kernel`?");
+        let diagnostic =
+            Diagnostic::error(Code::UnknownField, &file, 11..16, "unknown field `kernl`")
+                .with_label("not a contract field")
+                .with_help("did you mean `kernel`?");
         let text = render(&diagnostic, Style::Plain);
-        assert!(text.contains("error[FKC0104]: unknown field `kernl`"), "{text}");
+        assert!(
+            text.contains("error[FKC0104]: unknown field `kernl`"),
+            "{text}"
+        );
         assert!(text.contains("book/a.md:3:1"), "{text}");
         assert!(text.contains("^^^^^ not a contract field"), "{text}");
         assert!(text.contains("help: did you mean `kernel`?"), "{text}");

@@ -9,14 +9,25 @@ const KERNELS: [&str; 4] = ["conv2d", "conv_transpose2d", "conv2d_simple", "max_
 fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
     let embedded = project_book();
     let out = fkc(&["build", "."], &embedded);
-    assert!(out.status.success(), "mdbook-fkc build failed:\n{}", stderr(&out));
+    assert!(
+        out.status.success(),
+        "mdbook-fkc build failed:\n{}",
+        stderr(&out)
+    );
     let real = project_book();
     let out = real_mdbook_build(&real);
-    assert!(out.status.success(), "mdbook build failed:\n{}", stderr(&out));
+    assert!(
+        out.status.success(),
+        "mdbook build failed:\n{}",
+        stderr(&out)
+    );
 
     let page_embedded = page(&embedded, "seed/reference-conv-pool.html");
     let page_real = page(&real, "seed/reference-conv-pool.html");
-    assert_eq!(page_embedded, page_real, "the two build paths render different pages");
+    assert_eq!(
+        page_embedded, page_real,
+        "the two build paths render different pages"
+    );
     for kernel in KERNELS {
         assert!(
             page_real.contains(&format!("<h3><code>{kernel}</code></h3>")),
@@ -26,7 +37,10 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
     }
     // The front matter became a provider card, not stray text or a setext heading.
     assert!(page_real.contains("fkc-provider"));
-    assert!(!page_real.contains("<h2 id=\"revision_base"), "front matter leaked into the page");
+    assert!(
+        !page_real.contains("<h2 id=\"revision_base"),
+        "front matter leaked into the page"
+    );
     // The YAML comments are kept as annotations.
     assert!(page_real.contains("[N, Cin, H, W]"));
 }
@@ -50,7 +64,10 @@ fn flattened_seed_fails_at_its_lines_under_both_paths() {
     for out in [fkc(&["build", "."], &dir), real_mdbook_build(&dir)] {
         assert!(!out.status.success(), "a flattened seed must not build");
         let err = stderr(&out);
-        assert!(err.contains("error[FKC0104]: the fields of `provider` lost their indentation"), "{err}");
+        assert!(
+            err.contains("error[FKC0104]: the fields of `provider` lost their indentation"),
+            "{err}"
+        );
         assert!(err.contains("book/seed.md:4:1"), "{err}");
         assert!(err.contains("error[FKC0101]"), "{err}");
         assert!(err.contains("book/seed.md:55:3"), "{err}");

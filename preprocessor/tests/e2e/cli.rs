@@ -13,7 +13,10 @@ fn check_passes_on_the_project_book_and_lists_the_contracts() {
 
 #[test]
 fn check_json_reports_codes_and_locations() {
-    let out = fkc(&["check", ".", "--format", "json"], &fixture("flattened-seed"));
+    let out = fkc(
+        &["check", ".", "--format", "json"],
+        &fixture("flattened-seed"),
+    );
     assert!(!out.status.success());
     let diagnostics: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let first = &diagnostics[0];
@@ -37,5 +40,10 @@ fn explain_prints_the_long_explanation() {
 #[test]
 fn unknown_commands_and_options_are_usage_errors() {
     assert_eq!(fkc(&["frobnicate"], &repo_root()).status.code(), Some(2));
-    assert_eq!(fkc(&["check", "--format", "xml"], &repo_root()).status.code(), Some(2));
+    assert_eq!(
+        fkc(&["check", "--format", "xml"], &repo_root())
+            .status
+            .code(),
+        Some(2)
+    );
 }

@@ -6,6 +6,7 @@
 
 mod build;
 mod cli;
+mod diagnostics_index;
 mod protocol;
 mod snapshot;
 mod support;

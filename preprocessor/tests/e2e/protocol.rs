@@ -27,13 +27,21 @@ fn run_protocol(input: &str) -> std::process::Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
 fn chapter_content(stdout: &str) -> String {
     let book: serde_json::Value = serde_json::from_str(stdout).unwrap();
-    book["items"][0]["Chapter"]["content"].as_str().unwrap().to_owned()
+    book["items"][0]["Chapter"]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 #[test]
@@ -52,13 +60,20 @@ fn chapter_without_contracts_passes_through_byte_identical() {
 
 #[test]
 fn contract_fence_is_replaced_by_tables() {
-    let content = std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
+    let content =
+        std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
     let out = run_protocol(&context_and_book(&content));
     assert!(out.status.success(), "{}", stderr(&out));
     let rendered = chapter_content(&stdout(&out));
-    assert!(!rendered.contains("\n```fkc\n"), "a fence was left in place");
+    assert!(
+        !rendered.contains("\n```fkc\n"),
+        "a fence was left in place"
+    );
     assert!(rendered.contains("<h3><code>max_pool2d</code></h3>"));
-    assert!(!rendered.contains("\n\n<td"), "a blank line inside an HTML block");
+    assert!(
+        !rendered.contains("\n\n<td"),
+        "a blank line inside an HTML block"
+    );
 }
 
 #[test]
@@ -67,7 +82,10 @@ fn malformed_contract_fails_with_code_file_and_line() {
     let out = run_protocol(&context_and_book(content));
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("error[FKC0104]: unknown field `kernl`"), "{err}");
+    assert!(
+        err.contains("error[FKC0104]: unknown field `kernl`"),
+        "{err}"
+    );
     assert!(err.contains("src/chapter.md:14:1"), "{err}");
     assert!(err.contains("did you mean `kernel`?"), "{err}");
 }
@@ -75,7 +93,8 @@ fn malformed_contract_fails_with_code_file_and_line() {
 #[test]
 fn continue_mode_renders_an_error_box_and_succeeds() {
     let content = "---\nfkc_version: 1\nprovider:\n  name: p\n  backend: Cpu\n  kernel_source: s\n  link_registry: fuel_reference_backend::fkc::ENTRY_POINTS\n  revision_base: r\n---\n```fkc\nkernel: k\nkernl: <script>\n```\n";
-    let input = context_and_book(content).replace(r#""fkc":{}"#, r#""fkc":{"on-failure":"continue"}"#);
+    let input =
+        context_and_book(content).replace(r#""fkc":{}"#, r#""fkc":{"on-failure":"continue"}"#);
     let out = run_protocol(&input);
     assert!(out.status.success(), "{}", stderr(&out));
     let rendered = chapter_content(&stdout(&out));

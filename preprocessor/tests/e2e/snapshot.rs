@@ -7,17 +7,25 @@ use mdbook_fkc::render::Renderer;
 
 #[test]
 fn seed_chapter_snapshot() {
-    let content = std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
+    let content =
+        std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
     let renderer = Renderer::new(None).unwrap();
     let mut checker = BookChecker::new(&renderer);
-    let report = checker.chapter("book/seed/reference-conv-pool.md", &content).unwrap();
+    let report = checker
+        .chapter("book/seed/reference-conv-pool.md", &content)
+        .unwrap();
     assert!(
         report.diagnostics.iter().all(|d| !d.is_error()),
         "the seed chapter has errors: {:?}",
-        report.diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>()
+        report
+            .diagnostics
+            .iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
     );
     let rendered = report.content.unwrap();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/seed-chapter.md");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/seed-chapter.md");
     if std::env::var_os("FKC_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &rendered).unwrap();

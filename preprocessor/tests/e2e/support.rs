@@ -15,7 +15,9 @@ pub fn repo_root() -> PathBuf {
 }
 
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// Our binary, as cargo built it for this test run.
@@ -106,13 +108,26 @@ pub fn mdbook_bin() -> &'static Path {
         let root = repo_root().join("target/e2e-tools");
         let bin = root.join("bin/mdbook");
         if !is_mdbook_05(&bin) {
-            eprintln!("installing mdbook {MDBOOK_VERSION} into {} (first run only)", root.display());
+            eprintln!(
+                "installing mdbook {MDBOOK_VERSION} into {} (first run only)",
+                root.display()
+            );
             let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["install", "--locked", "mdbook", "--version", MDBOOK_VERSION, "--root"])
+                .args([
+                    "install",
+                    "--locked",
+                    "mdbook",
+                    "--version",
+                    MDBOOK_VERSION,
+                    "--root",
+                ])
                 .arg(&root)
                 .status()
                 .expect("cargo install mdbook");
-            assert!(status.success(), "cargo install mdbook {MDBOOK_VERSION} failed");
+            assert!(
+                status.success(),
+                "cargo install mdbook {MDBOOK_VERSION} failed"
+            );
         }
         bin
     })

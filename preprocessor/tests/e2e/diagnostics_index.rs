@@ -1,0 +1,180 @@
+//! The diagnostics index is the gate's own proof: every code has an example marked
+//! `should_fail=CODE`; each example, with the mark removed, fails with exactly that code; and a
+//! `should_fail` mark on a passing contract is itself an error.
+
+use crate::support::*;
+use mdbook_fkc::diag::Code;
+use mdbook_fkc::pipeline::BookChecker;
+use mdbook_fkc::render::Renderer;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Codes proven elsewhere: FKC0004 by the `should-fail-mismatch` fixture (a fence cannot
+/// expect its own expectation to fail), FKC0310 is a note shown beside describe-only contracts.
+const PROVEN_ELSEWHERE: [Code; 2] = [Code::ExpectationNotMet, Code::DescribeOnly];
+
+fn markdown_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            markdown_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}
+
+fn book_chapters() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    markdown_files(&repo_root().join("book"), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            (path.display().to_string(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn every_code_has_an_example_that_must_fail_with_it() {
+    let mut shown = BTreeSet::new();
+    for (_, text) in book_chapters() {
+        for piece in text.split("should_fail=").skip(1) {
+            let codes: String = piece
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '+')
+                .collect();
+            shown.extend(codes.split('+').map(str::to_owned));
+        }
+    }
+    for code in Code::ALL {
+        if PROVEN_ELSEWHERE.contains(code) {
+            continue;
+        }
+        assert!(
+            shown.contains(code.as_str()),
+            "{code} has no should_fail example in the book"
+        );
+    }
+}
+
+/// Each example with its `should_fail` mark removed must fail with exactly its code.
+#[test]
+fn each_example_without_its_mark_fails_with_exactly_its_code() {
+    let renderer = Renderer::new(None).unwrap();
+    let mut checked = 0;
+    for (path, text) in book_chapters() {
+        let marked: Vec<(usize, String)> = text
+            .match_indices("\n```fkc,should_fail=")
+            .map(|(at, mark)| (at + 1, &mark[1..]))
+            .map(|(at, mark)| {
+                let code: String = text[at + mark.len()..]
+                    .chars()
+                    .take_while(char::is_ascii_alphanumeric)
+                    .collect();
+                (at, code)
+            })
+            .collect();
+        for (at, code) in &marked {
+            // Keep this fence's mark off and every earlier fence's mark on, so front-matter
+            // problems (claimed by a chapter's first fence) still land on the right fence.
+            let line_end = at + text[*at..].find('\n').unwrap();
+            let attrs = &text[at + "```fkc".len()..line_end];
+            let unmarked = format!("{}```fkc{}", &text[..*at], &text[line_end..]);
+            let extra_attrs: Vec<&str> = attrs
+                .split(',')
+                .filter(|a| !a.is_empty() && !a.starts_with("should_fail"))
+                .collect();
+            let expected: BTreeSet<String> = if extra_attrs.is_empty() {
+                BTreeSet::from([code.clone()])
+            } else {
+                // The FKC0003 example's unknown attribute stays in the info string.
+                let fixed = format!(
+                    "{}```fkc,{}{}",
+                    &text[..*at],
+                    extra_attrs.join(","),
+                    &text[line_end..]
+                );
+                assert_eq!(
+                    errors_of(&renderer, &path, &fixed, *at),
+                    BTreeSet::from([code.clone()])
+                );
+                checked += 1;
+                continue;
+            };
+            assert_eq!(
+                errors_of(&renderer, &path, &unmarked, *at),
+                expected,
+                "example {code} in {path}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 25, "only {checked} examples were checked");
+}
+
+/// The codes of the errors located in a chapter's `index`-th fence or its front matter (other
+/// fences stay marked; an unmarked failing example still takes its kernel name, which later
+/// examples of the same name would report, so those are not counted here).
+fn errors_of(renderer: &Renderer, path: &str, text: &str, at: usize) -> BTreeSet<String> {
+    let fence_lines: Vec<(usize, usize)> = fence_line_ranges(text);
+    let line = text[..at].matches('\n').count() + 1;
+    let &(start, end) = fence_lines
+        .iter()
+        .find(|(start, _)| *start == line)
+        .unwrap();
+    let first = fence_lines[0].0;
+    let mut checker = BookChecker::new(renderer);
+    // The seed's kernels come first in the book (the FKC0307 example reuses `conv2d`).
+    if !path.ends_with("reference-conv-pool.md") {
+        let seed =
+            std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
+        checker
+            .chapter("book/seed/reference-conv-pool.md", &seed)
+            .unwrap();
+    }
+    let report = checker.chapter(path, text).unwrap();
+    report
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .filter(|d| {
+            let line = d.location().line;
+            (start..=end).contains(&line) || line < first
+        })
+        .map(|d| d.code.as_str().to_owned())
+        .collect()
+}
+
+/// (first line, last line) of every ```` ```fkc ```` fence, 1-based.
+fn fence_line_ranges(text: &str) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    let mut open = None;
+    for (number, line) in text.lines().enumerate() {
+        let number = number + 1;
+        match open {
+            None if line.starts_with("```fkc") => open = Some(number),
+            Some(start) if line == "```" => {
+                ranges.push((start, number));
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    ranges
+}
+
+#[test]
+fn a_should_fail_mark_on_a_passing_contract_is_an_error() {
+    let dir = fixture_book("should-fail-mismatch");
+    let out = fkc(&["build", "."], &dir);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("error[FKC0004]: this fence must fail with FKC0104, but it passed"),
+        "{err}"
+    );
+    assert!(err.contains("book/mismatch.md:"), "{err}");
+}
