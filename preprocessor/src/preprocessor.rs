@@ -35,6 +35,7 @@ impl Preprocessor for FkcPreprocessor {
     }
 
     fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> Result<Book> {
+        log_run(&ctx.renderer);
         let outcome = process_book(&ctx.root, &ctx.config, &mut book)?;
         report(&outcome)?;
         Ok(book)
@@ -43,6 +44,25 @@ impl Preprocessor for FkcPreprocessor {
     fn supports_renderer(&self, _renderer: &str) -> Result<bool> {
         // The output is Markdown with embedded HTML, which every renderer passes through.
         Ok(true)
+    }
+}
+
+/// The environment variable naming a file to which every run appends one line (used by the
+/// tests to prove the preprocessor runs exactly once per renderer).
+pub const RUN_LOG_VAR: &str = "MDBOOK_FKC_RUN_LOG";
+
+fn log_run(renderer: &str) {
+    let Some(path) = std::env::var_os(RUN_LOG_VAR) else {
+        return;
+    };
+    let line = format!("run renderer={renderer}\n");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, line.as_bytes()));
+    if let Err(error) = written {
+        eprintln!("warning: cannot append to {RUN_LOG_VAR} file: {error}");
     }
 }
 

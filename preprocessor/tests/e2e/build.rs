@@ -46,16 +46,27 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
 }
 
 #[test]
-fn embedded_build_runs_the_preprocessor_once() {
-    // A contract file duplicated in SUMMARY would be a duplicate kernel; a second run of the
-    // preprocessor over its own output would find no fences and pass. Instead we count the
-    // provider cards: exactly one per chapter with front matter.
-    let dir = project_book();
-    let out = fkc(&["build", "."], &dir);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let html = page(&dir, "seed/reference-conv-pool.html");
-    assert_eq!(html.matches("fkc-card fkc-provider").count(), 1);
-    assert_eq!(html.matches("fkc-card fkc-contract").count(), 4);
+fn the_preprocessor_runs_exactly_once_per_build_under_both_paths() {
+    for embedded in [true, false] {
+        let dir = project_book();
+        let log = dir.join("runs.log");
+        let mut command = if embedded {
+            let mut c = std::process::Command::new(fkc_bin());
+            c.args(["build", "."]);
+            c
+        } else {
+            let mut c = std::process::Command::new(mdbook_bin());
+            c.arg("build");
+            c
+        };
+        let out = run(command.current_dir(&dir).env("MDBOOK_FKC_RUN_LOG", &log));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let runs = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(runs, "run renderer=html\n", "embedded = {embedded}");
+        let html = page(&dir, "seed/reference-conv-pool.html");
+        assert_eq!(html.matches("fkc-card fkc-provider").count(), 1);
+        assert_eq!(html.matches("fkc-card fkc-contract").count(), 4);
+    }
 }
 
 #[test]
