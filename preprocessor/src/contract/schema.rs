@@ -158,6 +158,9 @@ impl<'a> Reader<'a> {
             format!("`{what}` must be {expected}, found {found}"),
         );
         diagnostic.label = Some(format!("expected {expected}"));
+        diagnostic.help.push(format!(
+            "write {expected} here (the format reference lists every field's type)"
+        ));
     }
 
     /// Reads a mapping, reporting keys outside `allowed` (with a did-you-mean).
@@ -318,7 +321,9 @@ impl<'a> Reader<'a> {
                         Code::InvalidValue,
                         node,
                         format!("`{what}` must be between 0 and {}", u64::MAX),
-                    );
+                    )
+                    .help
+                    .push(format!("write a non-negative `{what}`"));
                     None
                 }
             },
@@ -346,7 +351,11 @@ impl<'a> Reader<'a> {
                 Code::InvalidValue,
                 node,
                 format!("`{what}` must be a finite, non-negative number"),
-            );
+            )
+            .help
+            .push(format!(
+                "write `{what}` as a number such as 0.5 or 1e-6, or `~`"
+            ));
             None
         }
     }

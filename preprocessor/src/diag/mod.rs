@@ -103,6 +103,17 @@ impl Diagnostic {
         self
     }
 
+    /// Makes sure the diagnostic says how to go on: a diagnostic without a specific `help:` gets
+    /// one pointing at its long explanation.
+    pub fn ensure_help(&mut self) {
+        if self.help.is_empty() {
+            self.help.push(format!(
+                "run `mdbook-fkc explain {}` for the rule and how to fix it",
+                self.code
+            ));
+        }
+    }
+
     /// Where the diagnostic starts, as a 1-based line and column.
     pub fn location(&self) -> LineCol {
         self.source.line_col(self.span.start)

@@ -7,6 +7,7 @@
 mod build;
 mod cli;
 mod diagnostics_index;
+mod hostile;
 mod protocol;
 mod snapshot;
 mod support;

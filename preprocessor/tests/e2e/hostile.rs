@@ -1,0 +1,174 @@
+//! Hostile and careless input: every case ends in a located diagnostic with a stable code —
+//! never a panic, a hang or unbounded memory — and author text is always escaped on output.
+
+use mdbook_fkc::diag::Diagnostic;
+use mdbook_fkc::pipeline::{BookChecker, ChapterReport};
+use mdbook_fkc::render::Renderer;
+
+const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: p\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: fuel_reference_backend::fkc::ENTRY_POINTS\n  revision_base: r\n---\n";
+
+/// A valid describe-only contract to mutate.
+const POOL: &str = "kernel: k\nregistrable: false\nblurb: \"BLURB\"\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"CONSTRAINT\" }\n    stride: { kind: usize }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=x.dim[2], W=x.dim[3])\" }\n";
+
+fn chapter(body: &str) -> (String, ChapterReport) {
+    let text = format!("{FRONT}# Hostile\n\n```fkc\n{body}```\n");
+    let renderer = Renderer::new(None).unwrap();
+    let mut checker = BookChecker::new(&renderer);
+    let report = checker.chapter("book/hostile.md", &text).unwrap();
+    (text, report)
+}
+
+fn pool(blurb: &str, constraint: &str) -> String {
+    POOL.replace("BLURB", blurb)
+        .replace("CONSTRAINT", constraint)
+}
+
+/// The single error of a chapter: its code and its 1-based line and column.
+fn only_error(report: &ChapterReport) -> (&'static str, usize, usize) {
+    let errors: Vec<&Diagnostic> = report.diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "{:?}",
+        errors
+            .iter()
+            .map(|d| (d.code, &d.message))
+            .collect::<Vec<_>>()
+    );
+    let at = errors[0].location();
+    assert!(
+        !errors[0].help.is_empty(),
+        "every diagnostic has a help line: {}",
+        errors[0].message
+    );
+    (errors[0].code.as_str(), at.line, at.column)
+}
+
+const FENCE_LINE: usize = 13; // the first line inside the fence
+
+#[test]
+fn the_valid_base_passes() {
+    let (_, report) = chapter(&pool("ok", "kernel_size > 0"));
+    assert!(report.diagnostics.iter().all(|d| !d.is_error()));
+}
+
+#[test]
+fn empty_and_non_mapping_blocks() {
+    let (_, report) = chapter("");
+    assert_eq!(only_error(&report).0, "FKC0103");
+    let (_, report) = chapter("just a scalar\n");
+    assert_eq!(only_error(&report), ("FKC0103", FENCE_LINE, 1));
+    let (_, report) = chapter("- a\n- b\n");
+    assert_eq!(only_error(&report), ("FKC0103", FENCE_LINE, 1));
+}
+
+#[test]
+fn tabs_are_located() {
+    let (_, report) = chapter("kernel: k\n\tbackend: Cpu\n");
+    assert_eq!(only_error(&report), ("FKC0101", FENCE_LINE + 1, 1));
+}
+
+#[test]
+fn alias_bomb_is_a_budget_error() {
+    let mut body = String::from("kernel: k\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..10 {
+        let prev = format!("*a{}", level - 1);
+        let items = vec![prev.as_str(); 10].join(", ");
+        body.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+    }
+    let (_, report) = chapter(&body);
+    assert_eq!(only_error(&report).0, "FKC0102");
+}
+
+#[test]
+fn deep_nesting_is_refused() {
+    let body = format!(
+        "kernel: k\nx: {}{}\n",
+        "[".repeat(20_000),
+        "]".repeat(20_000)
+    );
+    let (_, report) = chapter(&body);
+    let code = only_error(&report).0;
+    assert!(code == "FKC0102" || code == "FKC0101", "{code}");
+}
+
+#[test]
+fn megabyte_scalar_is_refused() {
+    let body = format!("kernel: k\nblurb: \"{}\"\n", "x".repeat(1 << 20));
+    let (_, report) = chapter(&body);
+    assert_eq!(only_error(&report).0, "FKC0102");
+}
+
+#[test]
+fn numbers_past_u64_are_located_type_errors() {
+    let body =
+        pool("ok", "kernel_size > 0").replace("rank: 4", "rank: 123456789012345678901234567890");
+    let (_, report) = chapter(&body);
+    let (code, line, _) = only_error(&report);
+    assert!(code == "FKC0106" || code == "FKC0107", "{code}");
+    assert_eq!(line, FENCE_LINE + 8);
+}
+
+#[test]
+fn a_5000_deep_expression_is_a_budget_error_at_its_column() {
+    let deep = format!("{}kernel_size{} > 0", "(".repeat(5000), ")".repeat(5000));
+    let (text, report) = chapter(&pool("ok", &deep));
+    let (code, line, column) = only_error(&report);
+    assert_eq!(code, "FKC0205");
+    assert_eq!(line, FENCE_LINE + 11);
+    let line_text = text.lines().nth(line - 1).unwrap();
+    let prefix: String = line_text.chars().take(column - 1).collect();
+    assert!(
+        prefix.ends_with(&"(".repeat(64)) || prefix.ends_with('"'),
+        "column {column} in {line_text:.80}"
+    );
+}
+
+#[test]
+fn expression_errors_point_inside_the_expression() {
+    let (text, report) = chapter(&pool("ok", "kernel_size > 0 && kernel_sise < 9"));
+    let (code, line, column) = only_error(&report);
+    assert_eq!(code, "FKC0202");
+    let line_text = text.lines().nth(line - 1).unwrap();
+    let at: String = line_text.chars().skip(column - 1).take(11).collect();
+    assert_eq!(at, "kernel_sise");
+}
+
+#[test]
+fn html_and_script_are_escaped_in_every_output() {
+    let (_, report) = chapter(&pool("<script>alert('blurb')</script>", "kernel_size > 0"));
+    assert!(report.diagnostics.iter().all(|d| !d.is_error()));
+    let html = report.content.unwrap();
+    assert!(!html.contains("<script>"), "unescaped blurb");
+    assert!(html.contains("&lt;script&gt;"));
+
+    let (_, report) = chapter("kernel: k\n\"<img src=x onerror=alert(1)>\": 1\n");
+    let html = report.content.unwrap();
+    assert!(
+        !html.contains("<img"),
+        "unescaped field name in an error box"
+    );
+}
+
+#[test]
+fn missing_front_matter_is_located_at_the_fence() {
+    let text = format!(
+        "# No front matter\n\n```fkc\n{}```\n",
+        pool("ok", "kernel_size > 0")
+    );
+    let renderer = Renderer::new(None).unwrap();
+    let report = BookChecker::new(&renderer)
+        .chapter("book/x.md", &text)
+        .unwrap();
+    assert_eq!(only_error(&report), ("FKC0001", 3, 4));
+}
+
+#[test]
+fn links_directives_in_author_text_are_neutralised() {
+    let (_, report) = chapter(&pool("{{#include /etc/passwd}}", "kernel_size > 0"));
+    let html = report.content.unwrap();
+    assert!(
+        !html.contains("{{#include"),
+        "the links preprocessor would expand this"
+    );
+}
