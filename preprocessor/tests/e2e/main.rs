@@ -9,5 +9,6 @@ mod cli;
 mod diagnostics_index;
 mod hostile;
 mod protocol;
+mod seed_fields;
 mod snapshot;
 mod support;
