@@ -1,7 +1,7 @@
 //! The syntax tree: [`Expr`] nodes that each carry the byte [`Span`] they were parsed from.
 //!
-//! Grouping parentheses leave no node behind; the grouped node's span is widened to cover
-//! them. [`Expr::to_source`] prints the canonical form (single spaces around binary operators,
+//! Grouping parentheses leave no node behind: the grouped node keeps its own span and its
+//! parent's span covers the parentheses. [`Expr::to_source`] prints the canonical form (single spaces around binary operators,
 //! parentheses only where precedence needs them), so `parse(e.to_source())` gives back `e`
 //! up to spans ([`Expr::eq_ignore_spans`]). Traversals used by callers ([`Expr::walk`],
 //! [`Expr::names`]) are iterative, so they cannot overflow the stack on any tree.

@@ -538,7 +538,7 @@ mod tests {
         assert_eq!(one("groups / 0"), (ExprErrorKind::DivisionByZero, 9, 10));
         assert_eq!(
             one("groups % (1 - 1)"),
-            (ExprErrorKind::DivisionByZero, 9, 16)
+            (ExprErrorKind::DivisionByZero, 10, 15)
         );
         assert_eq!(
             one("groups + 9223372036854775807 * 2"),

@@ -477,7 +477,7 @@ mod tests {
         let e = run("x_shape[1] / (groups - 2)").unwrap_err();
         assert_eq!(
             (e.kind, e.span),
-            (ExprErrorKind::DivisionByZero, Span::new(13, 25))
+            (ExprErrorKind::DivisionByZero, Span::new(14, 24))
         );
         assert_eq!(e.message, "division by zero: `groups - 2` is 0");
         assert_eq!(fails("1 % 0"), (ExprErrorKind::DivisionByZero, 4, 5));

@@ -232,9 +232,15 @@ mod tests {
         assert_eq!(names.len(), kinds.len());
     }
 
-    /// Inputs found by `cargo fuzz run expr_parse` that once misbehaved.
+    /// Inputs found by `cargo fuzz run expr_parse` that once misbehaved, plus hostile ones.
     #[test]
     fn fuzz_regressions() {
+        // crash-f4955f89: a grouped name's span covered its parentheses, so `names()` pointed
+        // at `(in0mm3)` instead of `in0mm3`.
+        let src = "p>(in0mm3) || !depthwise";
+        for (name, span) in parse(src).unwrap().names() {
+            assert_eq!(span.slice(src), name);
+        }
         let hostile = ["", "(", ")", "a[", "f(a=", "-", "x.", "((((((((", "1_", "_"];
         for src in hostile {
             let _ = parse(src);

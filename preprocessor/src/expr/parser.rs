@@ -48,6 +48,7 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
         tokens,
         eof,
         lex_error,
+        last_end: 0,
         pos: 0,
         depth: 0,
     };
@@ -78,6 +79,8 @@ struct Parser<'a> {
     /// The lexer's error, reported when the parser reaches the [`TokenKind::Error`] token.
     lex_error: Option<ExprError>,
     pos: usize,
+    /// End of the last consumed token: the end of any node being finished.
+    last_end: usize,
     depth: usize,
 }
 
@@ -96,6 +99,7 @@ impl<'a> Parser<'a> {
     fn bump(&mut self) -> Token<'a> {
         let token = self.peek();
         self.pos = (self.pos + 1).min(self.tokens.len());
+        self.last_end = token.span.end;
         token
     }
 
@@ -119,7 +123,13 @@ impl<'a> Parser<'a> {
         result
     }
 
+    /// The node from `start` (which includes any grouping parentheses) to the last token.
+    fn node(&self, kind: ExprKind, start: usize) -> Expr {
+        Expr::new(kind, Span::new(start, self.last_end))
+    }
+
     fn expr_bp(&mut self, min_bp: u8) -> Result<Expr, ExprError> {
+        let start = self.peek().span.start;
         let mut lhs = self.prefix()?;
         let mut last_comparison: Option<BinOp> = None;
         loop {
@@ -130,7 +140,7 @@ impl<'a> Parser<'a> {
                     TokenKind::Dot | TokenKind::LBracket | TokenKind::LParen
                 )
             {
-                lhs = self.postfix(lhs)?;
+                lhs = self.postfix(lhs, start)?;
                 continue;
             }
             let Some(op) = infix_op(token.kind) else {
@@ -145,14 +155,13 @@ impl<'a> Parser<'a> {
             }
             self.bump();
             let rhs = self.expr_bp(r_bp)?;
-            let span = lhs.span.to(rhs.span);
             let kind = ExprKind::Binary {
                 op,
                 op_span: token.span,
                 lhs: Box::new(lhs),
                 rhs: Box::new(rhs),
             };
-            lhs = Expr::new(kind, span);
+            lhs = self.node(kind, start);
             last_comparison = op.is_comparison().then_some(op);
         }
         Ok(lhs)
@@ -186,15 +195,8 @@ impl<'a> Parser<'a> {
 
     fn unary(&mut self, op: UnOp) -> Result<Expr, ExprError> {
         let op_token = self.bump();
-        let operand = self.expr_bp(PREFIX_BP)?;
-        let span = op_token.span.to(operand.span);
-        Ok(Expr::new(
-            ExprKind::Unary {
-                op,
-                operand: Box::new(operand),
-            },
-            span,
-        ))
+        let operand = Box::new(self.expr_bp(PREFIX_BP)?);
+        Ok(self.node(ExprKind::Unary { op, operand }, op_token.span.start))
     }
 
     /// `()`, `(e)` (grouping), `(e,)`, `(e, f, ...)`; the `(` is the current token.
@@ -209,11 +211,8 @@ impl<'a> Parser<'a> {
         }
         let first = self.expr_bp(0)?;
         if self.peek().kind == TokenKind::RParen {
-            let close = self.bump();
-            return Ok(Expr {
-                span: open.span.to(close.span),
-                ..first
-            });
+            self.bump();
+            return Ok(first);
         }
         let mut items = vec![first];
         loop {
@@ -247,16 +246,17 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn postfix(&mut self, base: Expr) -> Result<Expr, ExprError> {
+    /// `.field`, `[index]` or `(args)` after `base`, which started at byte `start`.
+    fn postfix(&mut self, base: Expr, start: usize) -> Result<Expr, ExprError> {
         let token = self.peek();
         match token.kind {
-            TokenKind::Dot => self.member(base),
-            TokenKind::LBracket => self.nested(token.span, |p| p.index(base)),
-            _ => self.nested(token.span, |p| p.call(base)),
+            TokenKind::Dot => self.member(base, start),
+            TokenKind::LBracket => self.nested(token.span, |p| p.index(base, start)),
+            _ => self.nested(token.span, |p| p.call(base, start)),
         }
     }
 
-    fn member(&mut self, base: Expr) -> Result<Expr, ExprError> {
+    fn member(&mut self, base: Expr, start: usize) -> Result<Expr, ExprError> {
         self.bump();
         let field = self.peek();
         if field.kind != TokenKind::Ident {
@@ -275,16 +275,15 @@ impl<'a> Parser<'a> {
             return Err(err.with_help_opt(help));
         }
         self.bump();
-        let span = base.span.to(field.span);
         let kind = ExprKind::Member {
             base: Box::new(base),
             field: field.text.to_owned(),
             field_span: field.span,
         };
-        Ok(Expr::new(kind, span))
+        Ok(self.node(kind, start))
     }
 
-    fn index(&mut self, base: Expr) -> Result<Expr, ExprError> {
+    fn index(&mut self, base: Expr, start: usize) -> Result<Expr, ExprError> {
         let open = self.bump();
         let index = self.expr_bp(0)?;
         let close = self.peek();
@@ -295,17 +294,14 @@ impl<'a> Parser<'a> {
             TokenKind::Eof => return Err(unclosed(open)),
             _ => return Err(self.unexpected(close, "`]`", Some(&index))),
         }
-        let span = base.span.to(close.span);
-        Ok(Expr::new(
-            ExprKind::Index {
-                base: Box::new(base),
-                index: Box::new(index),
-            },
-            span,
-        ))
+        let kind = ExprKind::Index {
+            base: Box::new(base),
+            index: Box::new(index),
+        };
+        Ok(self.node(kind, start))
     }
 
-    fn call(&mut self, callee: Expr) -> Result<Expr, ExprError> {
+    fn call(&mut self, callee: Expr, start: usize) -> Result<Expr, ExprError> {
         let open = self.peek();
         let ExprKind::Name(name) = callee.kind else {
             return Err(ExprError::syntax(
@@ -324,13 +320,13 @@ impl<'a> Parser<'a> {
             args.push(arg);
             self.expect_comma_or_close(open, args.last().map(|a| &a.value))?;
         }
-        let close = self.bump();
+        self.bump();
         let kind = ExprKind::Call {
             name,
             name_span: callee.span,
             args,
         };
-        Ok(Expr::new(kind, callee.span.to(close.span)))
+        Ok(self.node(kind, start))
     }
 
     /// One argument: `name = expr` (keyword) or `expr` (positional, only before keywords).
@@ -543,10 +539,21 @@ mod tests {
         };
         assert_eq!(
             lhs.span,
-            Span::new(1, 8),
-            "grouping parentheses widen the span"
+            Span::new(2, 7),
+            "a grouped node keeps its own span"
         );
-        assert_eq!(e.span, Span::new(1, 12));
+        assert_eq!(
+            e.span,
+            Span::new(1, 12),
+            "its parent covers the parentheses"
+        );
+        let e = parse("(x).dim").unwrap();
+        assert_eq!(e.names(), [("x".to_owned(), Span::new(1, 2))]);
+        assert_eq!(e.span, Span::new(0, 7));
+        let e = parse("-(a)").unwrap();
+        assert_eq!(e.span, Span::new(0, 4));
+        let e = parse("(f)(a)").unwrap();
+        assert_eq!(e.span, Span::new(0, 6));
         let e = parse("x.dim[1]").unwrap();
         let ExprKind::Index { base, index } = &e.kind else {
             panic!()
