@@ -88,14 +88,18 @@ impl<'r> BookChecker<'r> {
         }
         let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
         let mut prelude = self.renderer.style()?;
-        if let (Some(block), Some(front)) = (&front_block, &front) {
+        if let Some(front) = &front {
             prelude.push_str(&self.renderer.provider(&provider_view(front))?);
-            replacements.push((block.block.clone(), prelude));
-        } else if let Some(block) = &front_block {
-            replacements.push((block.block.clone(), prelude));
-        } else {
-            replacements.push((0..0, prelude));
         }
+        // The provider card goes under the chapter's title when the title comes first.
+        let body_start = front_block.as_ref().map_or(0, |block| block.block.end);
+        if let Some(block) = &front_block {
+            replacements.push((block.block.clone(), String::new()));
+        }
+        let after_title = title_end(content, body_start)
+            .filter(|end| fences.first().is_none_or(|f| *end <= f.block.start));
+        let at = after_title.unwrap_or(body_start);
+        replacements.push((at..at, prelude));
         for fence in &fences {
             let mut context = std::mem::take(&mut inherited);
             if front_block.is_none() {
@@ -265,6 +269,21 @@ impl<'r> BookChecker<'r> {
     }
 }
 
+/// The end of an ATX `# Title` line that starts the chapter body, if it has one.
+fn title_end(content: &str, body_start: usize) -> Option<usize> {
+    let body = content.get(body_start..)?;
+    let trimmed = body.trim_start_matches(['\n', '\r']);
+    let start = body_start + (body.len() - trimmed.len());
+    if !trimmed.starts_with("# ") {
+        return None;
+    }
+    Some(
+        trimmed
+            .find('\n')
+            .map_or(content.len(), |end| start + end + 1),
+    )
+}
+
 /// Front matter without fences is FKC's only when it says so.
 fn looks_like_fkc(content: &str, block: &FrontMatterBlock) -> bool {
     content.get(block.yaml.clone()).is_some_and(|yaml| {
@@ -308,12 +327,15 @@ fn splice(content: &str, replacements: &[(Range<usize>, String)]) -> String {
     let mut cursor = 0;
     for (range, html) in replacements {
         out.push_str(content.get(cursor..range.start).unwrap_or(""));
+        cursor = range.end.max(cursor);
+        if html.is_empty() {
+            continue;
+        }
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }
         out.push_str(html);
         out.push('\n');
-        cursor = range.end.max(cursor);
     }
     out.push_str(content.get(cursor..).unwrap_or(""));
     out

@@ -51,7 +51,8 @@ pub struct InputView {
     pub dtypes: Vec<String>,
     pub rank: String,
     pub axes: Option<String>,
-    pub layout: Vec<(String, String)>,
+    /// One line per requirement: "required: contiguous", "rejected: strided, …".
+    pub layout: Vec<String>,
     pub shape_constraint: Option<String>,
     pub constraint_note: Option<String>,
     pub optional: bool,
@@ -301,14 +302,7 @@ fn identity(contract: &RawContract) -> Vec<Row> {
 }
 
 fn input_view(input: &RawInput) -> InputView {
-    let layout = input
-        .layout
-        .iter()
-        .flat_map(|layout| layout.flags())
-        .filter_map(|(flag, requirement)| {
-            requirement.map(|r| (flag.to_owned(), r.value.as_str().to_owned()))
-        })
-        .collect();
+    let layout = input.layout.as_ref().map(layout_lines).unwrap_or_default();
     InputView {
         name: input.name.value.clone(),
         dtypes: input
@@ -329,6 +323,27 @@ fn input_view(input: &RawInput) -> InputView {
             .and_then(|c| c.comment.clone()),
         optional: input.optional.as_ref().is_some_and(|o| o.value),
     }
+}
+
+/// Groups layout flags by requirement, in the order required, accepted, rejected.
+fn layout_lines(layout: &crate::contract::raw::RawLayout) -> Vec<String> {
+    use crate::contract::raw::LayoutRequirement;
+    [
+        LayoutRequirement::Required,
+        LayoutRequirement::Accepted,
+        LayoutRequirement::Rejected,
+    ]
+    .into_iter()
+    .filter_map(|wanted| {
+        let flags: Vec<&str> = layout
+            .flags()
+            .into_iter()
+            .filter(|(_, r)| r.is_some_and(|r| r.value == wanted))
+            .map(|(flag, _)| flag)
+            .collect();
+        (!flags.is_empty()).then(|| format!("{}: {}", wanted.as_str(), flags.join(", ")))
+    })
+    .collect()
 }
 
 fn output_view(output: &RawOutput) -> OutputView {

@@ -73,7 +73,7 @@ fn alias_bomb_is_a_budget_error() {
     let mut body = String::from("kernel: k\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for level in 1..10 {
         let prev = format!("*a{}", level - 1);
-        let items = vec![prev.as_str(); 10].join(", ");
+        let items = [prev.as_str(); 10].join(", ");
         body.push_str(&format!("a{level}: &a{level} [{items}]\n"));
     }
     let (_, report) = chapter(&body);
