@@ -2,11 +2,9 @@
 //! plus `build [DIR]`, `check [DIR] [--format json]` and `explain CODE`.
 
 use mdbook_driver::MDBook;
-use mdbook_fkc::diag::text::{self, Style};
 use mdbook_fkc::diag::{Code, json};
 use mdbook_fkc::preprocessor::{self, FkcPreprocessor};
 use mdbook_preprocessor::Preprocessor;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -130,18 +128,7 @@ fn check(args: &[String]) -> Result<ExitCode, String> {
     if format == "json" {
         println!("{}", json::render_all(&outcome.diagnostics));
     } else {
-        let style = if std::io::stderr().is_terminal() {
-            Style::Colored
-        } else {
-            Style::Plain
-        };
-        let errors: Vec<_> = outcome
-            .diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .cloned()
-            .collect();
-        eprint!("{}", text::render_all(&errors, style));
+        let errors = preprocessor::print_errors(&outcome.diagnostics);
         for contract in &outcome.contracts {
             let kind = if contract.registrable {
                 "registrable"
@@ -156,7 +143,7 @@ fn check(args: &[String]) -> Result<ExitCode, String> {
         println!(
             "mdbook-fkc check: {} contract(s) verified, {} error(s)",
             outcome.contracts.len(),
-            errors.len()
+            errors
         );
     }
     Ok(if preprocessor::failed(&outcome) {

@@ -67,24 +67,30 @@ fn log_run(renderer: &str) {
 }
 
 /// Prints the diagnostics to stderr; an error when a contract failed and `on-failure = "bail"`.
-fn report(outcome: &BookOutcome) -> Result<()> {
-    if outcome.diagnostics.iter().any(Diagnostic::is_error) {
-        let style = if std::io::stderr().is_terminal() {
-            Style::Colored
-        } else {
-            Style::Plain
-        };
-        let errors: Vec<Diagnostic> = outcome
-            .diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .cloned()
-            .collect();
+/// Prints the errors among `diagnostics` to stderr (coloured on a terminal); returns how many.
+pub fn print_errors(diagnostics: &[Diagnostic]) -> usize {
+    let style = if std::io::stderr().is_terminal() {
+        Style::Colored
+    } else {
+        Style::Plain
+    };
+    let errors: Vec<Diagnostic> = diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .cloned()
+        .collect();
+    if !errors.is_empty() {
         eprint!("{}", text::render_all(&errors, style));
+    }
+    errors.len()
+}
+
+fn report(outcome: &BookOutcome) -> Result<()> {
+    let errors = print_errors(&outcome.diagnostics);
+    if errors > 0 {
         if outcome.on_failure == OnFailure::Bail {
             return Err(Error::msg(format!(
-                "mdbook-fkc: {} contract error(s); the book is not built (set `on-failure = \"continue\"` under [preprocessor.fkc] to render error boxes instead)",
-                errors.len()
+                "mdbook-fkc: {errors} contract error(s); the book is not built (set `on-failure = \"continue\"` under [preprocessor.fkc] to render error boxes instead)"
             )));
         }
         eprintln!(

@@ -386,62 +386,74 @@ impl Resolver<'_> {
 
     fn shape_rule(&mut self, raw: &RawContract, rule: &Located<String>) -> Option<ShapeRule> {
         let expr = self.parse_at(rule, 0)?;
+        match &expr.kind {
+            ExprKind::Call {
+                name,
+                args,
+                name_span,
+            } if name == "conv2d" || name == "conv_transpose2d" => {
+                self.geometry_rule(raw, rule, name, args, *name_span)
+            }
+            ExprKind::Call { name, args, .. } if name == "from_params" => {
+                self.from_params_rule(rule, args)
+            }
+            _ => {
+                self.bad_rule(
+                    rule,
+                    &expr,
+                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)` or `from_params(…)`",
+                    "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
+                );
+                None
+            }
+        }
+    }
+
+    /// `conv2d(params)` / `conv_transpose2d(params)`: the geometry of the declared variant.
+    fn geometry_rule(
+        &mut self,
+        raw: &RawContract,
+        rule: &Located<String>,
+        name: &str,
+        args: &[expr::Arg],
+        name_span: Span,
+    ) -> Option<ShapeRule> {
+        let (shape, wanted) = if name == "conv2d" {
+            (ShapeRule::Conv2d, "Conv2D")
+        } else {
+            (ShapeRule::ConvTranspose2d, "ConvTranspose2D")
+        };
         let variant = raw
             .op_params
             .as_ref()
             .and_then(|p| p.variant.as_ref())
             .map(|v| v.value.as_str());
-        let ExprKind::Call {
-            name,
-            args,
-            name_span,
-        } = &expr.kind
-        else {
-            self.bad_rule(
-                rule,
-                &expr,
-                "a shape rule is `conv2d(params)`, `conv_transpose2d(params)` or `from_params(…)`",
-                "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
-            );
-            return None;
-        };
-        let geometry = match name.as_str() {
-            "conv2d" => Some((ShapeRule::Conv2d, "Conv2D")),
-            "conv_transpose2d" => Some((ShapeRule::ConvTranspose2d, "ConvTranspose2D")),
-            _ => None,
-        };
-        if let Some((shape, wanted)) = geometry {
-            let params_arg = matches!(args.as_slice(), [arg] if arg.name.is_none() && matches!(&arg.value.kind, ExprKind::Name(n) if n == "params"));
-            // An unknown registrable variant is the importer's error (FKC0302); do not repeat it.
-            let variant_is_unknown =
-                variant.is_some_and(|v| fuel_reference_backend::dispatch::variant(v).is_none());
-            let registrable = raw.registrable.as_ref().is_none_or(|r| r.value);
-            if params_arg && variant_is_unknown && registrable {
-                return Some(shape);
-            }
-            if !params_arg || variant != Some(wanted) {
-                let error = ExprError {
-                    span: *name_span,
-                    kind: ExprErrorKind::Function,
-                    message: format!("`{name}(params)` needs `op_params.variant: {wanted}`"),
-                    help: Some(format!(
-                        "declare `variant: {wanted}`, or write the shape with `from_params(…)`"
-                    )),
-                };
-                self.report_code(rule, 0, &error, Code::BadRule);
-                return None;
-            }
+        let params_arg = matches!(args, [arg] if arg.name.is_none() && matches!(&arg.value.kind, ExprKind::Name(n) if n == "params"));
+        // An unknown registrable variant is the importer's error (FKC0302); do not repeat it.
+        let variant_is_unknown =
+            variant.is_some_and(|v| fuel_reference_backend::dispatch::variant(v).is_none());
+        let registrable = raw.registrable.as_ref().is_none_or(|r| r.value);
+        if params_arg && (variant == Some(wanted) || (variant_is_unknown && registrable)) {
             return Some(shape);
         }
-        if name != "from_params" {
-            self.bad_rule(
-                rule,
-                &expr,
-                "a shape rule is `conv2d(params)`, `conv_transpose2d(params)` or `from_params(…)`",
-                "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
-            );
-            return None;
-        }
+        let error = ExprError {
+            span: name_span,
+            kind: ExprErrorKind::Function,
+            message: format!("`{name}(params)` needs `op_params.variant: {wanted}`"),
+            help: Some(format!(
+                "declare `variant: {wanted}`, or write the shape with `from_params(…)`"
+            )),
+        };
+        self.report_code(rule, 0, &error, Code::BadRule);
+        None
+    }
+
+    /// `from_params(N=…, …)`: one integer expression per output dimension.
+    fn from_params_rule(
+        &mut self,
+        rule: &Located<String>,
+        args: &[expr::Arg],
+    ) -> Option<ShapeRule> {
         let mut dims = Vec::new();
         for (index, arg) in args.iter().enumerate() {
             let label = arg
