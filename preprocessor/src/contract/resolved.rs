@@ -395,7 +395,7 @@ impl Resolver<'_> {
                 self.geometry_rule(raw, rule, name, args, *name_span)
             }
             ExprKind::Call { name, args, .. } if name == "from_params" => {
-                self.from_params_rule(rule, args)
+                self.params_rule(rule, args)
             }
             _ => {
                 self.bad_rule(
@@ -449,11 +449,7 @@ impl Resolver<'_> {
     }
 
     /// `from_params(N=…, …)`: one integer expression per output dimension.
-    fn from_params_rule(
-        &mut self,
-        rule: &Located<String>,
-        args: &[expr::Arg],
-    ) -> Option<ShapeRule> {
+    fn params_rule(&mut self, rule: &Located<String>, args: &[expr::Arg]) -> Option<ShapeRule> {
         let mut dims = Vec::new();
         for (index, arg) in args.iter().enumerate() {
             let label = arg
