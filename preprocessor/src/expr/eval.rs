@@ -344,7 +344,13 @@ fn binary(
         BinOp::Le => return Ok(Value::Bool(a <= b)),
         BinOp::Gt => return Ok(Value::Bool(a > b)),
         BinOp::Ge => return Ok(Value::Bool(a >= b)),
-        BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or => None,
+        BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or => {
+            return Err(ExprError::new(
+                ExprErrorKind::Type,
+                span,
+                format!("`{op}` is not arithmetic"),
+            ));
+        }
     };
     result.map(Value::Int).ok_or_else(|| {
         ExprError::new(
