@@ -65,6 +65,7 @@ fn every_code_has_an_example_that_must_fail_with_it() {
 fn each_example_without_its_mark_fails_with_exactly_its_code() {
     let renderer = Renderer::new(None).unwrap();
     let mut checked = 0;
+    let mut located = 0;
     for (path, text) in book_chapters() {
         let marked: Vec<(usize, String)> = text
             .match_indices("\n```fkc,should_fail=")
@@ -97,28 +98,43 @@ fn each_example_without_its_mark_fails_with_exactly_its_code() {
                     extra_attrs.join(","),
                     &text[line_end..]
                 );
-                assert_eq!(
-                    errors_of(&renderer, &path, &fixed, *at),
-                    BTreeSet::from([code.clone()])
-                );
+                let codes: BTreeSet<String> = errors_of(&renderer, &path, &fixed, *at)
+                    .into_iter()
+                    .map(|(c, _)| c)
+                    .collect();
+                assert_eq!(codes, BTreeSet::from([code.clone()]));
                 checked += 1;
                 continue;
             };
-            assert_eq!(
-                errors_of(&renderer, &path, &unmarked, *at),
-                expected,
-                "example {code} in {path}"
-            );
+            let errors = errors_of(&renderer, &path, &unmarked, *at);
+            let codes: BTreeSet<String> = errors.iter().map(|(c, _)| c.clone()).collect();
+            assert_eq!(codes, expected, "example {code} in {path}");
+            if let Some(line) = marked_line(&text, *at, code) {
+                let lines: Vec<usize> = errors
+                    .iter()
+                    .filter(|(c, _)| c == code)
+                    .map(|(_, l)| *l)
+                    .collect();
+                assert!(
+                    lines.contains(&line),
+                    "{code} in {path}: expected at line {line}, found at {lines:?}"
+                );
+                located += 1;
+            }
             checked += 1;
         }
     }
     assert!(checked >= 25, "only {checked} examples were checked");
+    assert!(
+        located >= 19,
+        "only {located} examples were checked for their line"
+    );
 }
 
-/// The codes of the errors located in a chapter's `index`-th fence or its front matter (other
+/// The (code, line) of the errors located in a chapter's `index`-th fence or its front matter (other
 /// fences stay marked; an unmarked failing example still takes its kernel name, which later
 /// examples of the same name would report, so those are not counted here).
-fn errors_of(renderer: &Renderer, path: &str, text: &str, at: usize) -> BTreeSet<String> {
+fn errors_of(renderer: &Renderer, path: &str, text: &str, at: usize) -> Vec<(String, usize)> {
     let fence_lines: Vec<(usize, usize)> = fence_line_ranges(text);
     let line = text[..at].matches('\n').count() + 1;
     let &(start, end) = fence_lines
@@ -144,8 +160,19 @@ fn errors_of(renderer: &Renderer, path: &str, text: &str, at: usize) -> BTreeSet
             let line = d.location().line;
             (start..=end).contains(&line) || line < first
         })
-        .map(|d| d.code.as_str().to_owned())
+        .map(|d| (d.code.as_str().to_owned(), d.location().line))
         .collect()
+}
+
+/// The 1-based line in the fence starting at byte `at` that carries a `# ← CODE` marker.
+fn marked_line(text: &str, at: usize, code: &str) -> Option<usize> {
+    let first = text[..at].matches('\n').count() + 1;
+    let marker = format!("# ← {code}");
+    text[at..]
+        .lines()
+        .take_while(|line| *line != "```")
+        .position(|line| line.contains(&marker))
+        .map(|offset| first + offset)
 }
 
 /// (first line, last line) of every ```` ```fkc ```` fence, 1-based.
