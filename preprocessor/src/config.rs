@@ -3,6 +3,7 @@
 //! option is never silently ignored.
 
 use crate::diag::did_you_mean;
+use crate::verify::VerifyOptions;
 use std::path::PathBuf;
 
 /// What a failing contract does to the build.
@@ -23,9 +24,14 @@ pub struct Options {
     /// A directory whose `NAME.html.tera` files replace the built-in templates (relative to the
     /// book root).
     pub template_dir: Option<PathBuf>,
+    /// How much the behavioural gate samples (`samples`, `seed`).
+    pub verify: VerifyOptions,
 }
 
-const OWN_KEYS: &[&str] = &["on-failure", "template-dir"];
+const OWN_KEYS: &[&str] = &["on-failure", "template-dir", "samples", "seed"];
+
+/// The most samples a book may ask for per contract (bounded build time).
+pub const MAX_SAMPLES: u64 = 1000;
 const MDBOOK_KEYS: &[&str] = &["command", "before", "after", "renderers", "optional"];
 
 impl Options {
@@ -46,6 +52,20 @@ impl Options {
                         .as_str()
                         .ok_or("`preprocessor.fkc.template-dir` must be a string (a directory)")?;
                     options.template_dir = Some(PathBuf::from(dir));
+                }
+                "samples" => {
+                    options.verify.samples = value
+                        .as_u64()
+                        .filter(|n| (1..=MAX_SAMPLES).contains(n))
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or(format!(
+                            "`preprocessor.fkc.samples` must be an integer from 1 to {MAX_SAMPLES}, found {value}"
+                        ))?;
+                }
+                "seed" => {
+                    options.verify.seed = value.as_u64().ok_or(format!(
+                        "`preprocessor.fkc.seed` must be a non-negative integer, found {value}"
+                    ))?;
                 }
                 key if MDBOOK_KEYS.contains(&key) => {}
                 unknown => return Err(unknown_key(unknown)),
@@ -86,8 +106,15 @@ mod tests {
 
     #[test]
     fn reads_options_and_allows_mdbook_keys() {
-        let table = json!({"command": "x", "before": ["links"], "on-failure": "continue", "template-dir": "t"});
+        let table = json!({"command": "x", "before": ["links"], "on-failure": "continue", "template-dir": "t", "samples": 8, "seed": 7});
         let options = Options::from_table(Some(&table)).unwrap();
+        assert_eq!(
+            options.verify,
+            VerifyOptions {
+                samples: 8,
+                seed: 7
+            }
+        );
         assert_eq!(options.on_failure, OnFailure::Continue);
         assert_eq!(options.template_dir, Some(PathBuf::from("t")));
         assert_eq!(Options::from_table(None).unwrap(), Options::default());
@@ -99,5 +126,8 @@ mod tests {
         assert!(error.contains("did you mean `on-failure`"), "{error}");
         let error = Options::from_table(Some(&json!({"on-failure": "explode"}))).unwrap_err();
         assert!(error.contains("\"bail\" or \"continue\""), "{error}");
+        let error = Options::from_table(Some(&json!({"samples": 0}))).unwrap_err();
+        assert!(error.contains("from 1 to 1000"), "{error}");
+        assert!(Options::from_table(Some(&json!({"seed": -1}))).is_err());
     }
 }

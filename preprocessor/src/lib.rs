@@ -17,4 +17,5 @@ pub mod render;
 pub mod resolve;
 pub mod revision;
 pub mod source;
+pub mod verify;
 pub mod yaml;

@@ -13,6 +13,7 @@ use crate::render::view::{contract_view, provider_view};
 use crate::render::{RenderError, Renderer};
 use crate::resolve::{self, BookRegistry};
 use crate::source::SourceFile;
+use crate::verify::{self, VerifyOptions};
 use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub struct ContractSummary {
 pub struct BookChecker<'r> {
     renderer: &'r Renderer,
     registry: BookRegistry,
+    verify: VerifyOptions,
 }
 
 /// What one fence turned into.
@@ -53,10 +55,17 @@ struct FenceOutcome {
 }
 
 impl<'r> BookChecker<'r> {
+    /// A checker with the default sampling options.
     pub fn new(renderer: &'r Renderer) -> Self {
+        Self::with_options(renderer, VerifyOptions::default())
+    }
+
+    /// A checker with explicit sampling options.
+    pub fn with_options(renderer: &'r Renderer, verify: VerifyOptions) -> Self {
         BookChecker {
             renderer,
             registry: BookRegistry::default(),
+            verify,
         }
     }
 
@@ -148,12 +157,26 @@ impl<'r> BookChecker<'r> {
         );
         diagnostics.extend(found);
         let expected = fence.attributes.should_fail.as_deref();
-        let resolved = raw.as_ref().map(|raw| {
+        let mut resolved = raw.as_ref().map(|raw| {
             let (resolved, found) =
                 resolve::resolve(raw, front, source, &mut self.registry, expected.is_none());
             diagnostics.extend(found);
             resolved
         });
+        // The behavioural gate runs only on a contract that imported cleanly.
+        if let (Some(raw), Some(resolved)) = (&raw, resolved.as_mut())
+            && !has_errors(&diagnostics)
+        {
+            let (evidence, found) = verify::verify(
+                raw,
+                &resolved.contract,
+                &resolved.import,
+                source,
+                self.verify,
+            );
+            resolved.evidence = evidence;
+            diagnostics.extend(found);
+        }
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
         match expected {
             Some(codes) => self.expected_failure(source, fence, codes, diagnostics),

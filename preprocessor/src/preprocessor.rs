@@ -108,7 +108,7 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let options = Options::from_table(table.as_ref()).map_err(Error::msg)?;
     let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
-    let mut checker = BookChecker::new(&renderer);
+    let mut checker = BookChecker::with_options(&renderer, options.verify);
     let mut outcome = BookOutcome {
         on_failure: options.on_failure,
         ..BookOutcome::default()

@@ -26,6 +26,8 @@ pub struct Resolved {
     pub import: Import,
     /// Every expression parsed and bound.
     pub contract: crate::contract::resolved::Contract,
+    /// What the behavioural gate ran (empty until it has run).
+    pub evidence: crate::verify::Evidence,
 }
 
 /// Resolves one contract. `register` is false for fences that must fail: they are examples, not
@@ -52,6 +54,7 @@ pub fn resolve(
         revision_hash: computed,
         import,
         contract,
+        evidence: crate::verify::Evidence::default(),
     };
     (resolved, diagnostics)
 }
@@ -136,6 +139,17 @@ pub fn decorate(view: &mut ContractView, resolved: &Resolved, diagnostics: &[Dia
             note: None,
         });
     }
+    view.evidence = resolved
+        .evidence
+        .rows
+        .iter()
+        .map(|(check, what)| crate::render::view::Row {
+            field: check.clone(),
+            value: what.clone(),
+            code: false,
+            note: None,
+        })
+        .collect();
     view.import_notes = diagnostics
         .iter()
         .filter(|d| !d.is_error())

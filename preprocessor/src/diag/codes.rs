@@ -93,6 +93,22 @@ codes! {
         "A `registrable: false` contract is parsed and validated but not registered. The importer's refusal (unknown OpKind or BadOpParamsVariant) is shown beside it; this is a note, not an error.";
     NotRegistrableWithoutCarrier = "FKC0311", "a registrable contract has no dispatch carrier",
         "A contract without `registrable: false` is registrable and needs `op_kind` and `op_params.variant`. Declare them, or mark the contract describe-only.";
+    UnderConstrained = "FKC0401", "the contract admits a sample the kernel rejects",
+        "The gate draws deterministic samples from the contract's domain: declared dtypes and ranks, contiguous operands, every constraint true and every output dimension defined. The kernel must accept each one. A rejection means the contract is under-constrained: it promises inputs the kernel refuses. The counterexample is shrunk and printed; add the constraint the kernel enforces.";
+    OverPromise = "FKC0402", "a sample breaking a constraint is accepted",
+        "For each constraint, samples that break exactly that one (all others true) must be rejected by the kernel with an error. An accepted one means the constraint is not needed, or the kernel lacks validation.";
+    ShapeRuleViolated = "FKC0403", "an output's shape differs from the shape rule",
+        "On every accepted sample, each output's shape must equal what its `shape_rule` computes.";
+    DtypeRuleViolated = "FKC0404", "an output's dtype differs from the dtype rule",
+        "On every accepted sample, each output's dtype must be what its `dtype_rule` says (`passthrough(x)`: the dtype of `x`).";
+    Nondeterministic = "FKC0405", "repeated runs differ",
+        "A contract whose `determinism` promises bitwise results is run twice on the same operands; the outputs must be bit-identical.";
+    DtypeMismatch = "FKC0406", "a dtype runs that the contract does not declare",
+        "The declared dtypes must be exactly the ones that work: each undeclared one of F32, F64, BF16 and F16 must be refused by every entry point and by the executor (as PyTorch's test_dtypes checks). A dtype that works but is not declared is a mismatch too.";
+    CostFormula = "FKC0407", "a cost or memory formula is wrong on an accepted sample",
+        "Every cost and memory formula must evaluate to a non-negative integer on every sample the kernel accepts, and `memory.host_bytes` must equal the bytes of the outputs the kernel really allocated.";
+    OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",
+        "To run a kernel, the gate passes each contract input as the kernel operand of the same name. The inputs must be exactly the entry point's operands, with the same ranks.";
 }
 
 impl Code {

@@ -106,6 +106,8 @@ pub struct ContractView {
     pub identity: Vec<Row>,
     pub entry_points: Vec<EntryPointView>,
     pub import_notes: Vec<ImportNote>,
+    /// What the behavioural gate ran on this contract.
+    pub evidence: Vec<Row>,
     pub inputs: Vec<InputView>,
     pub op_params_variant: Option<Row>,
     pub op_params: Vec<ParamView>,
@@ -193,6 +195,7 @@ pub fn contract_view(
         identity: identity(contract),
         entry_points: Vec::new(),
         import_notes: Vec::new(),
+        evidence: Vec::new(),
         inputs: contract.inputs.iter().map(input_view).collect(),
         op_params_variant: contract.op_params.as_ref().and_then(|p| {
             p.variant

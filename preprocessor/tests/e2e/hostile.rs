@@ -8,7 +8,7 @@ use mdbook_fkc::render::Renderer;
 const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: p\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: fuel_reference_backend::fkc::ENTRY_POINTS\n  revision_base: r\n---\n";
 
 /// A valid describe-only contract to mutate.
-const POOL: &str = "kernel: k\nregistrable: false\nblurb: \"BLURB\"\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"CONSTRAINT\" }\n    stride: { kind: usize }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=x.dim[2], W=x.dim[3])\" }\n";
+const POOL: &str = "kernel: k\nregistrable: false\nblurb: \"BLURB\"\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32, F64, BF16, F16], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"CONSTRAINT\" }\n    stride: { kind: usize, constraint: \"stride > 0\" }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }\n";
 
 fn chapter(body: &str) -> (String, ChapterReport) {
     let text = format!("{FRONT}# Hostile\n\n```fkc\n{body}```\n");

@@ -1,0 +1,147 @@
+//! The meaning of `conv2d(params)` and `conv_transpose2d(params)`, written out independently of
+//! the backend (the format reference gives the same formulas): output shapes from operand dims
+//! and op-param values, with checked arithmetic; `None` when undefined.
+
+use super::sample::{Param, Sample};
+
+fn pair(sample: &Sample, name: &str, default: i64) -> Option<(i64, i64)> {
+    match sample.param(name) {
+        None => Some((default, default)),
+        Some(Param::Ints(values)) => match values.as_slice() {
+            [a, b] => Some((*a, *b)),
+            _ => None,
+        },
+        Some(Param::Int(_)) => None,
+    }
+}
+
+fn int(sample: &Sample, name: &str, default: i64) -> Option<i64> {
+    match sample.param(name) {
+        None => Some(default),
+        Some(Param::Int(v)) => Some(*v),
+        Some(Param::Ints(_)) => None,
+    }
+}
+
+fn dims4(sample: &Sample, name: &str) -> Option<[i64; 4]> {
+    sample.dims(name)?.try_into().ok()
+}
+
+/// `floor((size + 2·pad − dil·(k − 1) − 1) / stride) + 1`.
+fn conv_size(size: i64, k: i64, stride: i64, pad: i64, dil: i64) -> Option<i64> {
+    if stride <= 0 || dil <= 0 {
+        return None;
+    }
+    let reach = dil.checked_mul(k.checked_sub(1)?)?;
+    let span = size
+        .checked_add(pad.checked_mul(2)?)?
+        .checked_sub(reach)?
+        .checked_sub(1)?;
+    span.checked_div_euclid(stride)?.checked_add(1)
+}
+
+/// `[N, Cout, Hout, Wout]` of a direct convolution: `x [N, Cin, H, W]`, `weight [Cout, _, Kh, Kw]`.
+pub fn conv2d(sample: &Sample) -> Option<Vec<i64>> {
+    let [n, _, h, w] = dims4(sample, "x")?;
+    let [cout, _, kh, kw] = dims4(sample, "weight")?;
+    let (sh, sw) = pair(sample, "stride", 1)?;
+    let (ph, pw) = pair(sample, "padding", 0)?;
+    let (dh, dw) = pair(sample, "dilation", 1)?;
+    Some(vec![
+        n,
+        cout,
+        conv_size(h, kh, sh, ph, dh)?,
+        conv_size(w, kw, sw, pw, dw)?,
+    ])
+}
+
+/// `(size − 1)·stride − 2·pad + dil·(k − 1) + out_pad + 1`.
+fn transposed_size(
+    size: i64,
+    k: i64,
+    stride: i64,
+    pad: i64,
+    dil: i64,
+    out_pad: i64,
+) -> Option<i64> {
+    size.checked_sub(1)?
+        .checked_mul(stride)?
+        .checked_sub(pad.checked_mul(2)?)?
+        .checked_add(dil.checked_mul(k.checked_sub(1)?)?)?
+        .checked_add(out_pad)?
+        .checked_add(1)
+}
+
+/// `[N, Cout, Hout, Wout]` of a transposed convolution: `weight [Cin, Cout/groups, Kh, Kw]`.
+pub fn conv_transpose2d(sample: &Sample) -> Option<Vec<i64>> {
+    let [n, _, h, w] = dims4(sample, "x")?;
+    let [_, cout_per_group, kh, kw] = dims4(sample, "weight")?;
+    let groups = int(sample, "groups", 1)?;
+    let (sh, sw) = pair(sample, "stride", 1)?;
+    let (ph, pw) = pair(sample, "padding", 0)?;
+    let (oh, ow) = pair(sample, "output_padding", 0)?;
+    let (dh, dw) = pair(sample, "dilation", 1)?;
+    Some(vec![
+        n,
+        cout_per_group.checked_mul(groups)?,
+        transposed_size(h, kh, sh, ph, dh, oh)?,
+        transposed_size(w, kw, sw, pw, dw, ow)?,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(x: [i64; 4], w: [i64; 4], params: &[(&str, Param)]) -> Sample {
+        Sample {
+            inputs: vec![
+                ("x".into(), x.to_vec(), true),
+                ("weight".into(), w.to_vec(), true),
+            ],
+            params: params
+                .iter()
+                .map(|(n, p)| ((*n).to_owned(), p.clone()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn conv2d_sizes_match_the_textbook_formula() {
+        // H = 5, K = 3, pad 1, stride 2, dilation 1: (5 + 2 - 2 - 1) / 2 + 1 = 3.
+        let s = sample(
+            [1, 2, 5, 6],
+            [4, 2, 3, 3],
+            &[
+                ("stride", Param::Ints(vec![2, 1])),
+                ("padding", Param::Ints(vec![1, 0])),
+            ],
+        );
+        assert_eq!(conv2d(&s), Some(vec![1, 4, 3, 4]));
+        // Kernel larger than the input: floor((2 - 3) / 1) + 1 = 0, an undefined output.
+        let s = sample([1, 1, 2, 2], [1, 1, 3, 3], &[]);
+        assert_eq!(conv2d(&s), Some(vec![1, 1, 0, 0]));
+        let s = sample(
+            [1, 1, 2, 2],
+            [1, 1, 1, 1],
+            &[("stride", Param::Ints(vec![0, 1]))],
+        );
+        assert_eq!(conv2d(&s), None);
+    }
+
+    #[test]
+    fn transposed_sizes_match_the_seed_formula() {
+        // Hout = (3 - 1)·2 - 2·1 + 1·(4 - 1) + 1 + 1 = 7; Cout = 2 · groups 2.
+        let s = sample(
+            [1, 4, 3, 3],
+            [4, 2, 4, 4],
+            &[
+                ("stride", Param::Ints(vec![2, 2])),
+                ("padding", Param::Ints(vec![1, 1])),
+                ("output_padding", Param::Ints(vec![1, 0])),
+                ("groups", Param::Int(2)),
+            ],
+        );
+        assert_eq!(conv_transpose2d(&s), Some(vec![1, 4, 7, 6]));
+    }
+}

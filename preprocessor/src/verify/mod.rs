@@ -1,0 +1,712 @@
+//! The behavioural gate: the kernels really run. From deterministic samples of the contract's
+//! domain ([`sample`]), every admitted sample must be accepted by every declared dtype's entry
+//! point, every sample breaking exactly one constraint must be rejected, the shape and dtype
+//! rules must hold on every result, repeated runs must be bit-identical where determinism is
+//! promised, every dtype the contract does not declare must be refused, and the cost formulas
+//! must evaluate (with `memory.host_bytes` equal to the bytes really allocated). A failure is
+//! shrunk to a small counterexample and reported with a one-line reproduction.
+
+pub mod geometry;
+pub mod run;
+pub mod sample;
+mod shrink;
+
+use crate::contract::raw::{Determinism, RawContract};
+use crate::contract::resolved::Contract;
+use crate::diag::{Code, Diagnostic};
+use crate::import::{Import, symbol_for};
+use crate::source::SourceFile;
+use fuel_reference_backend::{DType, KernelRef};
+use run::{Outcome, call};
+use sample::{Domain, Rng, Sample, Verdict};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// How much sampling to do (book.toml `[preprocessor.fkc] samples` and `seed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// Admitted samples per contract (and breaking samples per constraint).
+    pub samples: usize,
+    pub seed: u64,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            samples: 24,
+            seed: 0x5eed_f4c0,
+        }
+    }
+}
+
+/// Candidates drawn per wanted sample before giving up, and a hard cap, so that sampling takes
+/// bounded time on any contract (however many constraints it declares).
+const ATTEMPTS_PER_SAMPLE: usize = 150;
+const MAX_ATTEMPTS: usize = 40_000;
+/// Admitted samples also run in the other declared dtypes (half precision is slow in software).
+const SAMPLES_PER_EXTRA_DTYPE: usize = 6;
+
+/// Admitted samples with their predicted output shapes.
+type Admitted = Vec<(Sample, Vec<Vec<i64>>)>;
+/// Samples breaking exactly one constraint, with that constraint's index.
+type Breaking = Vec<(Sample, usize)>;
+
+/// What was verified, for the page: (check, what was run).
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    pub rows: Vec<(String, String)>,
+}
+
+/// Runs the gate on one imported contract.
+pub fn verify(
+    raw: &RawContract,
+    contract: &Contract,
+    import: &Import,
+    source: &Arc<SourceFile>,
+    options: VerifyOptions,
+) -> (Evidence, Vec<Diagnostic>) {
+    let kernels: Vec<(DType, &'static KernelRef)> = import
+        .entry_points
+        .iter()
+        .filter_map(|e| e.kernel.map(|k| (e.dtype, k)))
+        .collect();
+    let Some(&(first_dtype, first_kernel)) = kernels.first() else {
+        return (Evidence::default(), Vec::new());
+    };
+    let mut gate = Gate {
+        raw,
+        source,
+        domain: Domain {
+            raw,
+            contract,
+            kernel_params: first_kernel.params,
+        },
+        diagnostics: Vec::new(),
+        evidence: Evidence::default(),
+        seed: options.seed,
+    };
+    if !gate.operands_match(first_kernel) {
+        return (gate.evidence, gate.diagnostics);
+    }
+    let (admitted, breaking) = gate.draw(first_dtype, options);
+    gate.evidence.rows.push((
+        "domain".to_owned(),
+        format!(
+            "{} admitted samples, {} samples breaking one constraint (seed {:#x})",
+            admitted.len(),
+            breaking.len(),
+            options.seed
+        ),
+    ));
+    for (index, &(dtype, kernel)) in kernels.iter().enumerate() {
+        let take = if index == 0 {
+            admitted.len()
+        } else {
+            SAMPLES_PER_EXTRA_DTYPE
+        };
+        if !gate.admitted(kernel, dtype, &admitted[..take.min(admitted.len())]) {
+            break; // one counterexample is enough; the other dtypes would repeat it
+        }
+    }
+    gate.breaking(first_kernel, first_dtype, &breaking);
+    gate.undeclared_dtypes(import, first_kernel, &admitted);
+    (gate.evidence, gate.diagnostics)
+}
+
+struct Gate<'a> {
+    raw: &'a RawContract,
+    source: &'a Arc<SourceFile>,
+    domain: Domain<'a>,
+    diagnostics: Vec<Diagnostic>,
+    evidence: Evidence,
+    seed: u64,
+}
+
+impl Gate<'_> {
+    fn error(&mut self, code: Code, span: Range<usize>, message: String) -> &mut Diagnostic {
+        self.diagnostics
+            .push(Diagnostic::error(code, self.source, span, message));
+        let last = self.diagnostics.len() - 1;
+        &mut self.diagnostics[last]
+    }
+
+    /// The contract's inputs must be the kernel's operands (names, ranks, optionality).
+    fn operands_match(&mut self, kernel: &KernelRef) -> bool {
+        let mut ok = true;
+        for desc in kernel.inputs {
+            let input = self.raw.inputs.iter().find(|i| i.name.value == desc.name);
+            let problem = match input {
+                None if desc.optional => None,
+                None => Some((
+                    self.raw.kernel.span.clone(),
+                    format!(
+                        "the kernel takes an operand `{}` that the contract does not declare",
+                        desc.name
+                    ),
+                )),
+                Some(input) => {
+                    let rank = input.rank.as_ref().map(|r| r.value);
+                    (!desc.any_rank && rank != Some(desc.rank as u64)).then(|| {
+                        let span = input
+                            .rank
+                            .as_ref()
+                            .map_or(input.name.span.clone(), |r| r.span.clone());
+                        (
+                            span,
+                            format!(
+                                "`{}` has rank {} in the kernel, not {}",
+                                desc.name,
+                                desc.rank,
+                                rank.map_or("unset".to_owned(), |r| r.to_string())
+                            ),
+                        )
+                    })
+                }
+            };
+            if let Some((span, message)) = problem {
+                self.error(Code::OperandsMismatch, span, message)
+                    .help
+                    .push(format!(
+                        "declare the kernel's operands: {}",
+                        operand_list(kernel)
+                    ));
+                ok = false;
+            }
+        }
+        for input in &self.raw.inputs {
+            if !kernel.inputs.iter().any(|d| d.name == input.name.value) {
+                let span = input.name.span.clone();
+                self.error(
+                    Code::OperandsMismatch,
+                    span,
+                    format!(
+                        "`{}` is not an operand of `{}`",
+                        input.name.value, kernel.symbol
+                    ),
+                )
+                .help
+                .push(format!(
+                    "the kernel's operands are: {}",
+                    operand_list(kernel)
+                ));
+                ok = false;
+            }
+        }
+        ok
+    }
+
+    /// Draws admitted samples and samples breaking exactly one constraint.
+    fn draw(&self, dtype: DType, options: VerifyOptions) -> (Admitted, Breaking) {
+        let mut rng = Rng::new(options.seed);
+        let constraints = self.domain.contract.input_constraints.len()
+            + self.domain.contract.param_constraints.len();
+        let mut admitted: Admitted = Vec::new();
+        let mut breaking: Breaking = Vec::new();
+        let attempts = ATTEMPTS_PER_SAMPLE
+            .saturating_mul(options.samples.max(1))
+            .saturating_mul(1 + constraints)
+            .min(MAX_ATTEMPTS);
+        for _ in 0..attempts {
+            let sample = self.domain.draw(&mut rng);
+            match self.domain.verdict(&sample, dtype) {
+                Verdict::Admitted { outputs }
+                    if admitted.len() < options.samples
+                        && !admitted.iter().any(|(s, _)| *s == sample) =>
+                {
+                    admitted.push((sample, outputs));
+                }
+                Verdict::Breaks { constraint }
+                    if breaking.iter().filter(|(_, c)| *c == constraint).count()
+                        < options.samples.div_ceil(4) =>
+                {
+                    breaking.push((sample, constraint));
+                }
+                _ => {}
+            }
+            if admitted.len() >= options.samples
+                && breaking.len() >= constraints * options.samples.div_ceil(4)
+            {
+                break;
+            }
+        }
+        (admitted, breaking)
+    }
+
+    /// Every admitted sample runs, with the rules holding on the result; false on a failure.
+    fn admitted(
+        &mut self,
+        kernel: &KernelRef,
+        dtype: DType,
+        samples: &[(Sample, Vec<Vec<i64>>)],
+    ) -> bool {
+        let bitwise = self
+            .raw
+            .determinism
+            .as_ref()
+            .is_some_and(|d| d.value != Determinism::Nondeterministic);
+        let mut ran = 0;
+        for (index, (sample, predicted)) in samples.iter().enumerate() {
+            let outcome = call(
+                kernel,
+                &self.domain,
+                sample,
+                dtype,
+                self.seed ^ index as u64,
+                bitwise,
+            );
+            match outcome {
+                Outcome::Rejected(_) => {
+                    self.under_constrained(kernel, dtype, sample);
+                    return false;
+                }
+                Outcome::Skipped(_) => continue,
+                Outcome::Accepted {
+                    outputs,
+                    repeat_identical,
+                } => {
+                    ran += 1;
+                    if !self.rules_hold(kernel, dtype, sample, predicted, &outputs) {
+                        return false;
+                    }
+                    if repeat_identical == Some(false) {
+                        self.nondeterministic(kernel, dtype, sample);
+                        return false;
+                    }
+                }
+            }
+        }
+        self.evidence.rows.push((
+            format!("{} accepts the admitted domain", dtype.name()),
+            format!(
+                "{ran} samples through `{}`: accepted, shapes and dtypes as the rules say{}",
+                kernel.symbol,
+                if bitwise {
+                    ", repeated runs bit-identical"
+                } else {
+                    ""
+                }
+            ),
+        ));
+        true
+    }
+
+    fn under_constrained(&mut self, kernel: &KernelRef, dtype: DType, sample: &Sample) {
+        let small = shrink::shrink(&self.domain, sample, dtype, |candidate| {
+            matches!(
+                call(kernel, &self.domain, candidate, dtype, self.seed, false),
+                Outcome::Rejected(_)
+            )
+        });
+        let error = match call(kernel, &self.domain, &small, dtype, self.seed, false) {
+            Outcome::Rejected(error) => error,
+            _ => String::new(),
+        };
+        let span = self
+            .raw
+            .inputs
+            .first()
+            .map_or(self.raw.kernel.span.clone(), |i| i.span.clone());
+        let diagnostic = self.error(
+            Code::UnderConstrained,
+            span,
+            format!(
+                "the contract admits a sample that `{}` rejects",
+                kernel.symbol
+            ),
+        );
+        diagnostic.label = Some("every constraint holds for the counterexample".to_owned());
+        diagnostic.notes.push(format!(
+            "counterexample ({}): {}",
+            dtype.name(),
+            small.describe()
+        ));
+        diagnostic.notes.push(format!("the kernel says: {error}"));
+        diagnostic.help.push("add the constraint the kernel enforces, so the contract admits only what the kernel accepts".to_owned());
+    }
+
+    fn rules_hold(
+        &mut self,
+        kernel: &KernelRef,
+        dtype: DType,
+        sample: &Sample,
+        predicted: &[Vec<i64>],
+        outputs: &[(Vec<usize>, DType, usize)],
+    ) -> bool {
+        for (index, output) in self.raw.outputs.iter().enumerate() {
+            let Some((shape, out_dtype, bytes)) = outputs.get(index) else {
+                continue;
+            };
+            let expected = predicted.get(index).cloned().unwrap_or_default();
+            let actual: Vec<i64> = shape
+                .iter()
+                .map(|d| i64::try_from(*d).unwrap_or(-1))
+                .collect();
+            if actual != expected {
+                let span = output
+                    .shape_rule
+                    .as_ref()
+                    .map_or(output.name.span.clone(), |r| r.span.clone());
+                let diagnostic = self.error(
+                    Code::ShapeRuleViolated,
+                    span,
+                    format!(
+                        "`{}` has shape {actual:?}, but the shape rule says {expected:?}",
+                        output.name.value
+                    ),
+                );
+                diagnostic
+                    .notes
+                    .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+                diagnostic
+                    .help
+                    .push("correct the shape rule to what the kernel computes".to_owned());
+                return false;
+            }
+            let wanted = self
+                .domain
+                .contract
+                .outputs
+                .get(index)
+                .and_then(|o| o.dtype_from.as_ref())
+                .map(|_| dtype);
+            if wanted.is_some_and(|w| w != *out_dtype) {
+                let span = output
+                    .dtype_rule
+                    .as_ref()
+                    .map_or(output.name.span.clone(), |r| r.span.clone());
+                self.error(
+                    Code::DtypeRuleViolated,
+                    span,
+                    format!(
+                        "`{}` is {}, but the dtype rule says {}",
+                        output.name.value,
+                        out_dtype.name(),
+                        dtype.name()
+                    ),
+                )
+                .help
+                .push("correct the dtype rule".to_owned());
+                return false;
+            }
+            if !self.cost_holds(sample, dtype, predicted, *bytes, kernel) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Every cost formula evaluates to a non-negative number; host_bytes is the output's size.
+    fn cost_holds(
+        &mut self,
+        sample: &Sample,
+        dtype: DType,
+        predicted: &[Vec<i64>],
+        allocated: usize,
+        kernel: &KernelRef,
+    ) -> bool {
+        let mut bindings = self.domain.bindings(sample, dtype);
+        self.domain.bind_outputs(&mut bindings, predicted);
+        for (name, formula) in &self.domain.contract.formulas {
+            let value = crate::expr::eval(&formula.expr, &bindings)
+                .ok()
+                .and_then(|v| v.as_int());
+            let problem = match value {
+                None => Some(format!(
+                    "`{name}` cannot be evaluated on a sample `{}` accepts",
+                    kernel.symbol
+                )),
+                Some(v) if v < 0 => Some(format!(
+                    "`{name}` is negative ({v}) on a sample `{}` accepts",
+                    kernel.symbol
+                )),
+                Some(v)
+                    if name == "memory.host_bytes" && i64::try_from(allocated).ok() != Some(v) =>
+                {
+                    Some(format!(
+                        "`memory.host_bytes` says {v} bytes, but the kernel allocated {allocated}"
+                    ))
+                }
+                Some(_) => None,
+            };
+            if let Some(message) = problem {
+                let span = formula.source.span.clone();
+                let diagnostic = self.error(Code::CostFormula, span, message);
+                diagnostic
+                    .notes
+                    .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+                diagnostic.help.push("a cost formula must evaluate to a non-negative integer on every accepted sample".to_owned());
+                return false;
+            }
+        }
+        true
+    }
+
+    fn nondeterministic(&mut self, kernel: &KernelRef, dtype: DType, sample: &Sample) {
+        let span = self
+            .raw
+            .determinism
+            .as_ref()
+            .map_or(self.raw.kernel.span.clone(), |d| d.span.clone());
+        let diagnostic = self.error(
+            Code::Nondeterministic,
+            span,
+            format!("two runs of `{}` on the same input differ", kernel.symbol),
+        );
+        diagnostic
+            .notes
+            .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+        diagnostic.help.push(
+            "declare `determinism: nondeterministic`, or make the kernel's order fixed".to_owned(),
+        );
+    }
+
+    /// Every sample breaking exactly one constraint must be rejected.
+    fn breaking(&mut self, kernel: &KernelRef, dtype: DType, samples: &[(Sample, usize)]) {
+        let mut rejected = 0;
+        for (index, (sample, constraint)) in samples.iter().enumerate() {
+            if let Outcome::Accepted { .. } = call(
+                kernel,
+                &self.domain,
+                sample,
+                dtype,
+                self.seed ^ index as u64,
+                false,
+            ) {
+                let located = self.constraint_source(*constraint);
+                let diagnostic = self.error(
+                    Code::OverPromise,
+                    located.0,
+                    format!(
+                        "`{}` accepts a sample that breaks this constraint",
+                        kernel.symbol
+                    ),
+                );
+                diagnostic.label = Some("the only constraint the sample breaks".to_owned());
+                diagnostic
+                    .notes
+                    .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+                diagnostic.help.push(format!("the kernel does not need `{}`: relax the constraint, or make the kernel validate it", located.1));
+                return;
+            }
+            rejected += 1;
+        }
+        let total = self.domain.contract.input_constraints.len()
+            + self.domain.contract.param_constraints.len();
+        let per_constraint: Vec<String> = (0..total)
+            .map(|index| {
+                let count = samples.iter().filter(|(_, c)| *c == index).count();
+                let text = self.constraint_source(index).1;
+                if count == 0 {
+                    format!("`{text}`: never broken alone (breaking it also breaks another rule)")
+                } else {
+                    format!("`{text}`: {count} rejected")
+                }
+            })
+            .collect();
+        if total > 0 {
+            self.evidence.rows.push((
+                "each constraint is needed".to_owned(),
+                format!("{rejected} samples breaking exactly one constraint, each rejected by `{}` — {}", kernel.symbol, per_constraint.join("; ")),
+            ));
+        }
+    }
+
+    fn constraint_source(&self, index: usize) -> (Range<usize>, String) {
+        let contract = self.domain.contract;
+        let resolved = match contract.input_constraints.get(index) {
+            Some((_, c)) => c,
+            None => match contract
+                .param_constraints
+                .get(index - contract.input_constraints.len())
+            {
+                Some((_, c)) => c,
+                None => return (self.raw.kernel.span.clone(), String::new()),
+            },
+        };
+        (resolved.source.span.clone(), resolved.source.value.clone())
+    }
+
+    /// A dtype the contract does not declare must not run (the PyTorch `test_dtypes` idea).
+    fn undeclared_dtypes(
+        &mut self,
+        import: &Import,
+        first: &KernelRef,
+        admitted: &[(Sample, Vec<Vec<i64>>)],
+    ) {
+        let Some((sample, _)) = admitted.first() else {
+            return;
+        };
+        let declared: Vec<DType> = import.entry_points.iter().map(|e| e.dtype).collect();
+        let mut refused = Vec::new();
+        for dtype in DType::ALL.into_iter().filter(|d| !declared.contains(d)) {
+            let symbol = symbol_for(first.symbol, dtype);
+            let other = symbol
+                .as_deref()
+                .and_then(fuel_reference_backend::fkc::entry_point);
+            let via_symbol = other.is_some_and(|k| {
+                matches!(
+                    call(k, &self.domain, sample, dtype, self.seed, false),
+                    Outcome::Accepted { .. }
+                )
+            });
+            let via_executor = run::executor_accepts(first, &self.domain, sample, dtype);
+            if via_symbol || via_executor {
+                let span = self
+                    .raw
+                    .inputs
+                    .first()
+                    .map_or(self.raw.kernel.span.clone(), |i| i.dtypes_span.clone());
+                let route = if via_symbol {
+                    format!("`{}`", symbol.unwrap_or_default())
+                } else {
+                    "the executor".to_owned()
+                };
+                let diagnostic = self.error(
+                    Code::DtypeMismatch,
+                    span,
+                    format!("{} is not declared, but {route} runs it", dtype.name()),
+                );
+                diagnostic
+                    .notes
+                    .push(format!("sample: {}", sample.describe()));
+                diagnostic.help.push(format!(
+                    "declare {} in every input's dtypes, or make the backend refuse it",
+                    dtype.name()
+                ));
+            } else {
+                refused.push(dtype.name());
+            }
+        }
+        if !refused.is_empty() {
+            self.evidence.rows.push((
+                "undeclared dtypes are refused".to_owned(),
+                format!(
+                    "{}: no entry point runs them and the executor rejects them",
+                    refused.join(", ")
+                ),
+            ));
+        }
+    }
+}
+
+fn operand_list(kernel: &KernelRef) -> String {
+    kernel
+        .inputs
+        .iter()
+        .map(|d| {
+            format!(
+                "`{}` (rank {}{})",
+                d.name,
+                d.rank,
+                if d.optional { ", optional" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    //! The checks no reference kernel can fail (they never change dtype and are deterministic)
+    //! are proven here with synthetic kernels that do.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::contract::raw::read_contract;
+    use crate::contract::read_block;
+    use crate::contract::resolved::resolve_expressions;
+    use fuel_reference_backend::fkc::{MAX_POOL2D_FIELDS, MAX_POOL2D_INPUTS};
+    use fuel_reference_backend::{AnyTensor, ExecError, Operand, ParamValues};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    const POOL: &str = "kernel: k\nregistrable: false\nbackend: Cpu\nkernel_source: s\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"kernel_size > 0\" }\n    stride: { kind: usize, constraint: \"stride > 0\" }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }\ndeterminism: same_hardware_bitwise\n";
+
+    /// A pooling-shaped kernel whose output is F64 whatever the input.
+    fn widening(
+        operands: &[Option<Operand>],
+        params: &ParamValues,
+    ) -> Result<Vec<AnyTensor>, ExecError> {
+        let shape = pooled_shape(operands, params);
+        Ok(vec![
+            AnyTensor::from_f64(DType::F64, &shape, &vec![0.0; shape.iter().product()]).unwrap(),
+        ])
+    }
+
+    /// A pooling-shaped kernel whose output changes on every call.
+    fn flaky(
+        operands: &[Option<Operand>],
+        params: &ParamValues,
+    ) -> Result<Vec<AnyTensor>, ExecError> {
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        let shape = pooled_shape(operands, params);
+        let value = CALLS.fetch_add(1, Ordering::SeqCst) as f64;
+        Ok(vec![
+            AnyTensor::from_f64(DType::F32, &shape, &vec![value; shape.iter().product()]).unwrap(),
+        ])
+    }
+
+    fn pooled_shape(operands: &[Option<Operand>], params: &ParamValues) -> Vec<usize> {
+        let x = operands[0].as_ref().unwrap().shape().to_vec();
+        let get = |name: &str| match params[name] {
+            fuel_reference_backend::ParamValue::Usize(v) => v,
+            _ => panic!(),
+        };
+        let (k, s) = (get("kernel_size"), get("stride"));
+        vec![x[0], x[1], (x[2] - k) / s + 1, (x[3] - k) / s + 1]
+    }
+
+    fn synthetic(call: fuel_reference_backend::fkc::EntryFn) -> KernelRef {
+        KernelRef {
+            symbol: "synthetic::pool_f32",
+            kernel: "k",
+            dtype: DType::F32,
+            op_kind: None,
+            inputs: MAX_POOL2D_INPUTS,
+            outputs: &["out"],
+            params: MAX_POOL2D_FIELDS,
+            call,
+        }
+    }
+
+    fn codes_for(kernel: &KernelRef) -> Vec<Code> {
+        let source = Arc::new(SourceFile::new("t.md", POOL));
+        let (raw, errors) = read_block(&source, POOL, &|o| o, read_contract);
+        assert!(errors.is_empty());
+        let raw = raw.unwrap();
+        let (contract, errors) = resolve_expressions(&raw, &source);
+        assert!(errors.is_empty());
+        let mut gate = Gate {
+            raw: &raw,
+            source: &source,
+            domain: Domain {
+                raw: &raw,
+                contract: &contract,
+                kernel_params: kernel.params,
+            },
+            diagnostics: Vec::new(),
+            evidence: Evidence::default(),
+            seed: 1,
+        };
+        let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
+        assert!(!admitted.is_empty());
+        gate.admitted(kernel, DType::F32, &admitted);
+        gate.diagnostics.iter().map(|d| d.code).collect()
+    }
+
+    #[test]
+    fn an_output_of_another_dtype_breaks_the_dtype_rule() {
+        assert_eq!(codes_for(&synthetic(widening)), [Code::DtypeRuleViolated]);
+    }
+
+    #[test]
+    fn differing_repeated_runs_break_determinism() {
+        assert_eq!(codes_for(&synthetic(flaky)), [Code::Nondeterministic]);
+    }
+
+    #[test]
+    fn the_real_kernel_passes_the_same_checks() {
+        let real =
+            fuel_reference_backend::fkc::entry_point("fuel_reference_backend::ops::max_pool2d_f32")
+                .unwrap();
+        assert_eq!(codes_for(real), []);
+    }
+}

@@ -1,0 +1,154 @@
+//! Running a kernel on a sample: operands filled with seeded values of the dtype, parameters
+//! taken from the sample by the kernel's own field descriptions, through the entry point (or the
+//! executor, for a dtype no entry point declares).
+
+use super::sample::{Domain, Rng, Sample};
+use fuel_reference_backend::{
+    AnyTensor, DType, KernelRef, OpParams, Operand, ParamValue, ParamValues,
+};
+
+/// What a kernel did with a sample.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It ran: each output's (shape, dtype, bytes), and whether a second run was bit-identical.
+    Accepted {
+        outputs: Vec<(Vec<usize>, DType, usize)>,
+        repeat_identical: Option<bool>,
+    },
+    /// It refused with an error (the message).
+    Rejected(String),
+    /// The sample cannot be expressed as a call (a parameter the kernel needs is not sampled).
+    Skipped(String),
+}
+
+fn operands(
+    kernel: &KernelRef,
+    sample: &Sample,
+    dtype: DType,
+    seed: u64,
+) -> Result<Vec<Option<Operand>>, String> {
+    let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
+    kernel
+        .inputs
+        .iter()
+        .map(|desc| {
+            let Some((_, dims, present)) =
+                sample.inputs.iter().find(|(name, _, _)| name == desc.name)
+            else {
+                return Ok(None);
+            };
+            if !present {
+                return Ok(None);
+            }
+            let shape: Vec<usize> = dims
+                .iter()
+                .map(|d| usize::try_from(*d).unwrap_or(0))
+                .collect();
+            let count: usize = shape.iter().product();
+            let values: Vec<f64> = (0..count).map(|_| rng.unit()).collect();
+            AnyTensor::from_f64(dtype, &shape, &values)
+                .map(|t| Some(Operand::contiguous(t)))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+fn params(kernel: &KernelRef, sample: &Sample) -> Result<ParamValues, String> {
+    let mut values = ParamValues::new();
+    for field in kernel.params.iter().filter(|f| f.shape_of.is_none()) {
+        let value = sample
+            .param(field.name)
+            .and_then(|p| p.to_kernel(field.kind))
+            .ok_or_else(|| format!("no sampled value for `{}`", field.name))?;
+        values.insert(field.name.to_owned(), value);
+    }
+    Ok(values)
+}
+
+/// Runs `kernel` on `sample`; with `repeat`, runs it twice on the same operands.
+pub fn call(
+    kernel: &KernelRef,
+    _domain: &Domain<'_>,
+    sample: &Sample,
+    dtype: DType,
+    seed: u64,
+    repeat: bool,
+) -> Outcome {
+    let operands = match operands(kernel, sample, dtype, seed) {
+        Ok(operands) => operands,
+        Err(error) => return Outcome::Skipped(error),
+    };
+    let values = match params(kernel, sample) {
+        Ok(values) => values,
+        Err(error) => return Outcome::Skipped(error),
+    };
+    let first = match kernel.run(&operands, &values) {
+        Ok(outputs) => outputs,
+        Err(error) => return Outcome::Rejected(error.to_string()),
+    };
+    let repeat_identical = repeat.then(|| match kernel.run(&operands, &values) {
+        Ok(second) => {
+            second.len() == first.len()
+                && second
+                    .iter()
+                    .zip(&first)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+        }
+        Err(_) => false,
+    });
+    Outcome::Accepted {
+        outputs: first
+            .iter()
+            .map(|t| (t.shape().to_vec(), t.dtype(), t.size_bytes()))
+            .collect(),
+        repeat_identical,
+    }
+}
+
+/// Whether the executor runs `kernel`'s op kind on operands of `dtype` (false without an op kind).
+pub fn executor_accepts(
+    kernel: &KernelRef,
+    domain: &Domain<'_>,
+    sample: &Sample,
+    dtype: DType,
+) -> bool {
+    let Some(op) = kernel.op_kind else {
+        return false;
+    };
+    let Ok(operands) = operands(kernel, sample, dtype, 1) else {
+        return false;
+    };
+    let Ok(mut values) = params(kernel, sample) else {
+        return false;
+    };
+    let bindings = domain.bindings(sample, dtype);
+    let Some(outputs) = domain.outputs(sample, &bindings) else {
+        return false;
+    };
+    for field in kernel.params {
+        let Some(of) = field.shape_of else { continue };
+        let dims = if of == "out" {
+            outputs.first().cloned()
+        } else {
+            sample.dims(of).map(<[i64]>::to_vec)
+        };
+        let Some(array) = dims.and_then(|d| <[i64; 4]>::try_from(d).ok()) else {
+            return false;
+        };
+        let Some(array) = array
+            .iter()
+            .map(|d| usize::try_from(*d).ok())
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return false;
+        };
+        let Ok(array) = <[usize; 4]>::try_from(array) else {
+            return false;
+        };
+        values.insert(field.name.to_owned(), ParamValue::Array4(array));
+    }
+    let Ok(params) = OpParams::from_values(op.name(), &values) else {
+        return false;
+    };
+    fuel_reference_backend::execute(op, &params, &operands).is_ok()
+}

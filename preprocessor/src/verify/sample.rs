@@ -1,0 +1,312 @@
+//! Deterministic samples of a contract's domain: operand shapes and op-param values drawn from a
+//! small box with a fixed-seed generator, then classified by the contract's own expressions —
+//! admitted (every constraint true, every output dimension defined and ≥ 1) or breaking exactly
+//! one constraint. Fields that carry an operand's shape are bound to that operand by the
+//! backend's description (`FieldDesc::shape_of`), never guessed from their names.
+
+use super::geometry;
+use crate::contract::raw::RawContract;
+use crate::contract::resolved::{Contract, ShapeRule};
+use crate::expr::{self, Bindings, Value};
+use fuel_reference_backend::{DType, FieldDesc, ParamKind, ParamValue};
+
+/// A small, seeded xorshift generator (deterministic across platforms).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// A value in `low..=high`.
+    pub fn range(&mut self, low: i64, high: i64) -> i64 {
+        let span = u64::try_from(high - low + 1).unwrap_or(1).max(1);
+        low + i64::try_from(self.next_u64() % span).unwrap_or(0)
+    }
+
+    /// A float in [-1, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
+/// One op-param value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Param {
+    Int(i64),
+    Ints(Vec<i64>),
+}
+
+impl Param {
+    fn value(&self) -> Value {
+        match self {
+            Param::Int(v) => Value::Int(*v),
+            Param::Ints(vs) => Value::ints(vs),
+        }
+    }
+
+    /// The value the kernel takes, when non-negative and of the right kind.
+    pub fn to_kernel(&self, kind: ParamKind) -> Option<ParamValue> {
+        let unsigned = |v: i64| usize::try_from(v).ok();
+        match (self, kind) {
+            (Param::Int(v), ParamKind::Usize) => Some(ParamValue::Usize(unsigned(*v)?)),
+            (Param::Ints(vs), ParamKind::UsizePair) => match vs.as_slice() {
+                [a, b] => Some(ParamValue::Pair(unsigned(*a)?, unsigned(*b)?)),
+                _ => None,
+            },
+            (Param::Ints(vs), ParamKind::UsizeArray4) => match vs.as_slice() {
+                [a, b, c, d] => Some(ParamValue::Array4([
+                    unsigned(*a)?,
+                    unsigned(*b)?,
+                    unsigned(*c)?,
+                    unsigned(*d)?,
+                ])),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// One point of the domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// (input name, dims, present) in contract order.
+    pub inputs: Vec<(String, Vec<i64>, bool)>,
+    /// (op-param name, value) for every sampled (not shape-carrying) field.
+    pub params: Vec<(String, Param)>,
+}
+
+impl Sample {
+    pub fn dims(&self, input: &str) -> Option<&[i64]> {
+        self.inputs
+            .iter()
+            .find(|(name, _, _)| name == input)
+            .map(|(_, dims, _)| dims.as_slice())
+    }
+
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|(n, _)| n == name).map(|(_, p)| p)
+    }
+
+    /// A one-line reproduction: `x: [1, 2, 3, 3], weight: [..], stride = (1, 1), …`.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .inputs
+            .iter()
+            .map(|(name, dims, present)| {
+                if *present {
+                    format!("{name}: {dims:?}")
+                } else {
+                    format!("{name}: absent")
+                }
+            })
+            .collect();
+        parts.extend(self.params.iter().map(|(name, param)| match param {
+            Param::Int(v) => format!("{name} = {v}"),
+            Param::Ints(vs) => format!(
+                "{name} = ({})",
+                vs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        }));
+        parts.join(", ")
+    }
+}
+
+/// What the contract says about a sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every constraint holds and every output is defined: the kernel must accept it.
+    Admitted { outputs: Vec<Vec<i64>> },
+    /// Exactly one constraint is false (the rest hold, outputs defined): the kernel must reject it.
+    Breaks { constraint: usize },
+    /// Anything else (several constraints false, undefined arithmetic, undefined outputs).
+    Other,
+}
+
+/// The sampling context of one contract.
+#[derive(Debug)]
+pub struct Domain<'a> {
+    pub raw: &'a RawContract,
+    pub contract: &'a Contract,
+    /// The kernel's parameter descriptions (which fields carry which operand's shape).
+    pub kernel_params: &'a [FieldDesc],
+}
+
+impl Domain<'_> {
+    fn shape_of(&self, field: &str) -> Option<&'static str> {
+        self.kernel_params
+            .iter()
+            .find(|f| f.name == field)
+            .and_then(|f| f.shape_of)
+    }
+
+    /// Draws one candidate.
+    pub fn draw(&self, rng: &mut Rng) -> Sample {
+        let inputs = self
+            .raw
+            .inputs
+            .iter()
+            .map(|input| {
+                let rank = input.rank.as_ref().map_or(1, |r| r.value.min(8));
+                let dims = (0..rank).map(|_| rng.range(1, 6)).collect();
+                let optional = input.optional.as_ref().is_some_and(|o| o.value);
+                (
+                    input.name.value.clone(),
+                    dims,
+                    !optional || rng.range(0, 1) == 1,
+                )
+            })
+            .collect();
+        let params = self
+            .raw
+            .op_params
+            .iter()
+            .flat_map(|p| &p.fields)
+            .filter(|field| self.shape_of(&field.name.value).is_none())
+            .filter_map(|field| {
+                let param = match ParamKind::parse(&field.kind.value)? {
+                    ParamKind::Usize => Param::Int(small(rng)),
+                    ParamKind::UsizePair => Param::Ints(vec![small(rng), small(rng)]),
+                    ParamKind::UsizeArray4 => Param::Ints((0..4).map(|_| small(rng)).collect()),
+                };
+                Some((field.name.value.clone(), param))
+            })
+            .collect();
+        Sample { inputs, params }
+    }
+
+    /// Bindings for evaluating the contract's expressions on a sample (outputs excluded).
+    pub fn bindings(&self, sample: &Sample, dtype: DType) -> Bindings {
+        let mut bindings = Bindings::new();
+        bindings.insert(
+            "dtype_bytes",
+            Value::Int(i64::try_from(dtype.size_bytes()).unwrap_or(0)),
+        );
+        for (name, dims, _) in &sample.inputs {
+            bindings.insert(name.clone(), Value::operand(dims));
+        }
+        for (name, param) in &sample.params {
+            bindings.insert(name.clone(), param.value());
+        }
+        for field in self.raw.op_params.iter().flat_map(|p| &p.fields) {
+            if let Some(of) = self.shape_of(&field.name.value)
+                && let Some(dims) = sample.dims(of)
+            {
+                bindings.insert(field.name.value.clone(), Value::ints(dims));
+            }
+        }
+        for (name, definition) in &self.contract.predicates {
+            if let Ok(value) = expr::eval(definition, &bindings) {
+                bindings.insert(name.clone(), value);
+            }
+        }
+        bindings
+    }
+
+    /// Every output's dims under the shape rules, when all are defined and ≥ 1.
+    pub fn outputs(&self, sample: &Sample, bindings: &Bindings) -> Option<Vec<Vec<i64>>> {
+        self.contract
+            .outputs
+            .iter()
+            .map(|output| {
+                let dims = match output.shape.as_ref()? {
+                    ShapeRule::Conv2d => geometry::conv2d(sample)?,
+                    ShapeRule::ConvTranspose2d => geometry::conv_transpose2d(sample)?,
+                    ShapeRule::FromParams(dims) => dims
+                        .iter()
+                        .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int())
+                        .collect::<Option<Vec<i64>>>()?,
+                };
+                dims.iter().all(|d| *d >= 1).then_some(dims)
+            })
+            .collect()
+    }
+
+    /// Adds the outputs (and the fields that carry their shape) to the bindings.
+    pub fn bind_outputs(&self, bindings: &mut Bindings, outputs: &[Vec<i64>]) {
+        for (output, dims) in self.contract.outputs.iter().zip(outputs) {
+            bindings.insert(output.name.clone(), Value::operand(dims));
+            for field in self.raw.op_params.iter().flat_map(|p| &p.fields) {
+                if self.shape_of(&field.name.value) == Some(output.name.as_str()) {
+                    bindings.insert(field.name.value.clone(), Value::ints(dims));
+                }
+            }
+        }
+    }
+
+    /// The contract's constraints that apply to a sample: (index, holds?) — `None` when the
+    /// expression cannot be evaluated (a zero divisor, an overflow).
+    pub fn constraint_results(
+        &self,
+        sample: &Sample,
+        bindings: &Bindings,
+    ) -> Vec<(usize, Option<bool>)> {
+        let mut results = Vec::new();
+        for (index, (input, constraint)) in self.contract.input_constraints.iter().enumerate() {
+            let present = sample
+                .inputs
+                .iter()
+                .any(|(name, _, present)| name == input && *present);
+            if present {
+                results.push((
+                    index,
+                    expr::eval(&constraint.expr, bindings)
+                        .ok()
+                        .and_then(|v| v.as_bool()),
+                ));
+            }
+        }
+        let offset = self.contract.input_constraints.len();
+        for (index, (_, constraint)) in self.contract.param_constraints.iter().enumerate() {
+            results.push((
+                offset + index,
+                expr::eval(&constraint.expr, bindings)
+                    .ok()
+                    .and_then(|v| v.as_bool()),
+            ));
+        }
+        results
+    }
+
+    /// Classifies a sample.
+    pub fn verdict(&self, sample: &Sample, dtype: DType) -> Verdict {
+        let bindings = self.bindings(sample, dtype);
+        let Some(outputs) = self.outputs(sample, &bindings) else {
+            return Verdict::Other;
+        };
+        let results = self.constraint_results(sample, &bindings);
+        if results.iter().any(|(_, holds)| holds.is_none()) {
+            return Verdict::Other;
+        }
+        let broken: Vec<usize> = results
+            .iter()
+            .filter(|(_, holds)| *holds == Some(false))
+            .map(|(i, _)| *i)
+            .collect();
+        match broken.as_slice() {
+            [] => Verdict::Admitted { outputs },
+            [one] => Verdict::Breaks { constraint: *one },
+            _ => Verdict::Other,
+        }
+    }
+}
+
+/// A small parameter value: mostly 1..=3, sometimes 0 or 4.
+fn small(rng: &mut Rng) -> i64 {
+    match rng.range(0, 9) {
+        0 => 0,
+        9 => 4,
+        n => (n % 3) + 1,
+    }
+}
