@@ -107,6 +107,8 @@ codes! {
         "The declared dtypes must be exactly the ones that work: each undeclared one of F32, F64, BF16 and F16 must be refused by every entry point and by the executor (as PyTorch's test_dtypes checks). A dtype that works but is not declared is a mismatch too.";
     CostFormula = "FKC0407", "a cost or memory formula is wrong on an accepted sample",
         "Every cost and memory formula must evaluate to a non-negative integer on every sample the kernel accepts, and `memory.host_bytes` must equal the bytes of the outputs the kernel really allocated.";
+    WrongValue = "FKC0409", "a value differs from the independent oracle",
+        "Each kernel's results are compared with an independent definitional oracle (gather form, in f64): exactly where `precision.max_ulp: 0` is claimed or the operation is exact (max pooling), otherwise within Higham's bound for summation in the dtype, `|out - exact| <= gamma_K * sum|w*x|` with `gamma_K = K*u / (1 - K*u)`, and within `max_absolute` / `max_relative` when those are authored.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",
         "To run a kernel, the gate passes each contract input as the kernel operand of the same name. The inputs must be exactly the entry point's operands, with the same ranks.";
 }

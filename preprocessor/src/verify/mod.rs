@@ -7,6 +7,7 @@
 //! shrunk to a small counterexample and reported with a one-line reproduction.
 
 pub mod geometry;
+pub mod oracle;
 pub mod run;
 pub mod sample;
 mod shrink;
@@ -111,6 +112,15 @@ pub fn verify(
     gate.breaking(first_kernel, first_dtype, &breaking);
     gate.undeclared_dtypes(import, first_kernel, &admitted);
     (gate.evidence, gate.diagnostics)
+}
+
+/// How a result compared with the oracle.
+#[derive(Debug, Clone, Copy)]
+struct Agreement {
+    /// Held to exact equality.
+    exact: bool,
+    /// The largest error as a fraction of its bound.
+    worst: f64,
 }
 
 struct Gate<'a> {
@@ -245,6 +255,8 @@ impl Gate<'_> {
             .as_ref()
             .is_some_and(|d| d.value != Determinism::Nondeterministic);
         let mut ran = 0;
+        let mut worst: f64 = 0.0;
+        let mut all_exact = true;
         for (index, (sample, predicted)) in samples.iter().enumerate() {
             let outcome = call(
                 kernel,
@@ -262,11 +274,20 @@ impl Gate<'_> {
                 Outcome::Skipped(_) => continue,
                 Outcome::Accepted {
                     outputs,
+                    values,
+                    inputs,
                     repeat_identical,
                 } => {
                     ran += 1;
                     if !self.rules_hold(kernel, dtype, sample, predicted, &outputs) {
                         return false;
+                    }
+                    match self.values_hold(kernel, dtype, sample, &inputs, &values) {
+                        Some(agreement) => {
+                            worst = worst.max(agreement.worst);
+                            all_exact &= agreement.exact;
+                        }
+                        None => return false,
                     }
                     if repeat_identical == Some(false) {
                         self.nondeterministic(kernel, dtype, sample);
@@ -275,10 +296,18 @@ impl Gate<'_> {
                 }
             }
         }
+        let values = match (oracle::has_reference(kernel.kernel), all_exact) {
+            (false, _) => String::new(),
+            (true, true) => ", values exactly equal to an independent oracle's".to_owned(),
+            (true, false) => format!(
+                ", values within the error bound of an independent oracle (worst {:.0}% of it)",
+                worst * 100.0
+            ),
+        };
         self.evidence.rows.push((
             format!("{} accepts the admitted domain", dtype.name()),
             format!(
-                "{ran} samples through `{}`: accepted, shapes and dtypes as the rules say{}",
+                "{ran} samples through `{}`: accepted, shapes and dtypes as the rules say{values}{}",
                 kernel.symbol,
                 if bitwise {
                     ", repeated runs bit-identical"
@@ -288,6 +317,99 @@ impl Gate<'_> {
             ),
         ));
         true
+    }
+
+    /// The values agree with the oracle: exactly where `max_ulp: 0` is claimed (or the operation
+    /// is exact), otherwise within Higham's bound `γ_K·Σ|w·x|` in the dtype, and within
+    /// `max_absolute` / `max_relative` when authored. Returns the worst error as a fraction of
+    /// its bound (`None` after reporting a failure).
+    fn values_hold(
+        &mut self,
+        kernel: &KernelRef,
+        dtype: DType,
+        sample: &Sample,
+        inputs: &[Option<oracle::Input>],
+        values: &[Vec<f64>],
+    ) -> Option<Agreement> {
+        let (Some(reference), Some(actual)) = (
+            oracle::reference(kernel.kernel, inputs, sample),
+            values.first(),
+        ) else {
+            return Some(Agreement {
+                exact: false,
+                worst: 0.0,
+            });
+        };
+        let precision = self.raw.precision.as_ref();
+        let exact = precision
+            .and_then(|p| p.max_ulp.as_ref())
+            .and_then(|m| m.value)
+            == Some(0);
+        let authored = |field: Option<&crate::contract::schema::Nullable<f64>>| {
+            field.and_then(|f| f.as_ref()).and_then(|f| f.value)
+        };
+        let max_absolute = authored(precision.map(|p| &p.max_absolute));
+        let max_relative = authored(precision.map(|p| &p.max_relative));
+        let gamma = oracle::gamma(reference.terms + 1, oracle::unit_roundoff(dtype));
+        let slack = (reference.terms as f64 + 2.0) * oracle::smallest_subnormal(dtype);
+        let mut worst: f64 = 0.0;
+        for (index, (&got, &want)) in actual.iter().zip(&reference.values).enumerate() {
+            let error = (got - want).abs();
+            let magnitude = reference.magnitude.get(index).copied().unwrap_or(0.0);
+            let bound = if exact {
+                0.0
+            } else {
+                gamma * magnitude + slack
+            };
+            let within_bound = error <= bound || (got.is_nan() && want.is_nan());
+            let within_authored = max_absolute.is_none_or(|a| error <= a)
+                && max_relative.is_none_or(|r| error <= r * want.abs());
+            if !(within_bound && within_authored) {
+                self.wrong_value(kernel, dtype, sample, index, got, want, bound, exact);
+                return None;
+            }
+            if bound > 0.0 {
+                worst = worst.max(error / bound);
+            }
+        }
+        let exact = exact || reference.terms == 0;
+        Some(Agreement { exact, worst })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn wrong_value(
+        &mut self,
+        kernel: &KernelRef,
+        dtype: DType,
+        sample: &Sample,
+        index: usize,
+        got: f64,
+        want: f64,
+        bound: f64,
+        exact: bool,
+    ) {
+        let span = self
+            .raw
+            .precision
+            .as_ref()
+            .and_then(|p| p.max_ulp.as_ref().map(|m| m.span.clone()))
+            .unwrap_or_else(|| self.raw.kernel.span.clone());
+        let claim = if exact {
+            "exactly (max_ulp: 0)".to_owned()
+        } else {
+            format!("within {bound:e} (γ_K·Σ|w·x| in {})", dtype.name())
+        };
+        let diagnostic = self.error(
+            Code::WrongValue,
+            span,
+            format!("`{}` computes {got:e} at output element {index}; the oracle's value is {want:e}, and the contract promises it {claim}", kernel.symbol),
+        );
+        diagnostic
+            .notes
+            .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+        diagnostic
+            .help
+            .push("fix the kernel, or state the precision it really has".to_owned());
     }
 
     fn under_constrained(&mut self, kernel: &KernelRef, dtype: DType, sample: &Sample) {

@@ -2,6 +2,7 @@
 //! taken from the sample by the kernel's own field descriptions, through the entry point (or the
 //! executor, for a dtype no entry point declares).
 
+use super::oracle::Input;
 use super::sample::{Domain, Rng, Sample};
 use fuel_reference_backend::{
     AnyTensor, DType, KernelRef, OpParams, Operand, ParamValue, ParamValues,
@@ -13,6 +14,10 @@ pub enum Outcome {
     /// It ran: each output's (shape, dtype, bytes), and whether a second run was bit-identical.
     Accepted {
         outputs: Vec<(Vec<usize>, DType, usize)>,
+        /// Every output's values (in f64, exactly as the dtype held them).
+        values: Vec<Vec<f64>>,
+        /// The operands the kernel ran on, for the oracle.
+        inputs: Vec<Option<Input>>,
         repeat_identical: Option<bool>,
     },
     /// It refused with an error (the message).
@@ -100,6 +105,16 @@ pub fn call(
         outputs: first
             .iter()
             .map(|t| (t.shape().to_vec(), t.dtype(), t.size_bytes()))
+            .collect(),
+        values: first.iter().map(AnyTensor::to_f64_vec).collect(),
+        inputs: operands
+            .iter()
+            .map(|operand| {
+                operand.as_ref().map(|o| Input {
+                    dims: o.shape().to_vec(),
+                    values: o.storage().to_f64_vec(),
+                })
+            })
             .collect(),
         repeat_identical,
     }

@@ -1,0 +1,350 @@
+//! Independent definitional oracles, one per kernel the reference backend ships, written here
+//! from the textbook definitions (gather form, in f64) and not from the backend's code. Each
+//! gives the exact value of every output element and the magnitude `Σ|w·x|` of its terms, so a
+//! result in dtype `T` can be held to Higham's bound for recursive summation,
+//! `|out − exact| ≤ γ_K · Σ|w·x|` with `γ_K = K·u / (1 − K·u)` (as TOSA's verifier does).
+
+use super::sample::{Param, Sample};
+use fuel_reference_backend::DType;
+
+/// The oracle's answer for one output tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub values: Vec<f64>,
+    /// `Σ|w·x|` (plus `|bias|`) per element; 0 for exact operations such as max.
+    pub magnitude: Vec<f64>,
+    /// The most terms any element sums (K in γ_K).
+    pub terms: usize,
+}
+
+/// An operand as the oracle sees it: dims and values in f64 (already rounded to the dtype).
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub dims: Vec<usize>,
+    pub values: Vec<f64>,
+}
+
+impl Input {
+    fn at4(&self, a: usize, b: usize, c: usize, d: usize) -> f64 {
+        let [_, d1, d2, d3] = self.dims4();
+        self.values
+            .get(((a * d1 + b) * d2 + c) * d3 + d)
+            .copied()
+            .unwrap_or(f64::NAN)
+    }
+
+    fn dims4(&self) -> [usize; 4] {
+        let mut dims = [1; 4];
+        for (slot, dim) in dims.iter_mut().zip(&self.dims) {
+            *slot = *dim;
+        }
+        dims
+    }
+}
+
+/// The unit roundoff of a dtype.
+pub fn unit_roundoff(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::EPSILON / 2.0,
+        DType::F32 => f64::from(f32::EPSILON) / 2.0,
+        DType::BF16 => 2f64.powi(-8),
+        DType::F16 => 2f64.powi(-11),
+    }
+}
+
+/// The smallest positive subnormal of a dtype (absolute slack for underflow in products).
+pub fn smallest_subnormal(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => 5e-324,
+        DType::F32 => 2f64.powi(-149),
+        DType::BF16 => 2f64.powi(-133),
+        DType::F16 => 2f64.powi(-24),
+    }
+}
+
+/// `γ_K = K·u / (1 − K·u)`, infinite when `K·u ≥ 1`.
+pub fn gamma(terms: usize, u: f64) -> f64 {
+    let ku = terms as f64 * u;
+    if ku >= 1.0 {
+        f64::INFINITY
+    } else {
+        ku / (1.0 - ku)
+    }
+}
+
+fn int(sample: &Sample, name: &str, default: usize) -> usize {
+    match sample.param(name) {
+        Some(Param::Int(v)) => usize::try_from(*v).unwrap_or(default),
+        _ => default,
+    }
+}
+
+fn pair(sample: &Sample, name: &str, default: usize) -> (usize, usize) {
+    match sample.param(name) {
+        Some(Param::Ints(v)) => match v.as_slice() {
+            [a, b] => (
+                usize::try_from(*a).unwrap_or(default),
+                usize::try_from(*b).unwrap_or(default),
+            ),
+            _ => (default, default),
+        },
+        Some(Param::Int(v)) => {
+            let v = usize::try_from(*v).unwrap_or(default);
+            (v, v)
+        }
+        None => (default, default),
+    }
+}
+
+/// Whether this oracle knows a kernel.
+pub fn has_reference(kernel: &str) -> bool {
+    matches!(
+        kernel,
+        "conv2d" | "conv2d_simple" | "conv_transpose2d" | "max_pool2d"
+    )
+}
+
+/// The reference for a kernel by name, when this oracle knows it.
+pub fn reference(kernel: &str, inputs: &[Option<Input>], sample: &Sample) -> Option<Reference> {
+    let first = inputs.first()?.as_ref()?;
+    match kernel {
+        "conv2d" => conv2d(
+            first,
+            inputs.get(1)?.as_ref()?,
+            inputs.get(2).and_then(Option::as_ref),
+            Geometry {
+                stride: pair(sample, "stride", 1),
+                padding: pair(sample, "padding", 0),
+                dilation: pair(sample, "dilation", 1),
+                groups: int(sample, "groups", 1),
+            },
+        ),
+        "conv2d_simple" => conv2d(
+            first,
+            inputs.get(1)?.as_ref()?,
+            None,
+            Geometry {
+                stride: pair(sample, "stride", 1),
+                padding: pair(sample, "padding", 0),
+                dilation: (1, 1),
+                groups: 1,
+            },
+        ),
+        "conv_transpose2d" => conv_transpose2d(first, inputs.get(1)?.as_ref()?, sample),
+        "max_pool2d" => max_pool2d(
+            first,
+            int(sample, "kernel_size", 1),
+            int(sample, "stride", 1),
+        ),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+    groups: usize,
+}
+
+/// Gather form: `out[n, co, oh, ow] = bias[co] + Σ_{ci, kh, kw} x[n, g·Cg + ci, ih, iw] · w[co, ci, kh, kw]`
+/// with `ih = oh·s − p + kh·d`, taps outside the input skipped.
+fn conv2d(x: &Input, w: &Input, bias: Option<&Input>, g: Geometry) -> Option<Reference> {
+    let [n, cin, h, wd] = x.dims4();
+    let [cout, cin_g, kh, kw] = w.dims4();
+    let groups = g.groups.max(1);
+    let cout_g = cout / groups;
+    let out_h =
+        (h + 2 * g.padding.0).checked_sub(g.dilation.0 * (kh - 1) + 1)? / g.stride.0.max(1) + 1;
+    let out_w =
+        (wd + 2 * g.padding.1).checked_sub(g.dilation.1 * (kw - 1) + 1)? / g.stride.1.max(1) + 1;
+    let mut reference = Reference {
+        values: Vec::new(),
+        magnitude: Vec::new(),
+        terms: cin_g * kh * kw + 1,
+    };
+    for b in 0..n {
+        for co in 0..cout {
+            let group = co / cout_g.max(1);
+            for oh in 0..out_h {
+                for ow in 0..out_w {
+                    let (mut sum, mut mag) = (0.0, 0.0);
+                    for ci in 0..cin_g {
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let ih =
+                                    (oh * g.stride.0 + i * g.dilation.0).checked_sub(g.padding.0);
+                                let iw =
+                                    (ow * g.stride.1 + j * g.dilation.1).checked_sub(g.padding.1);
+                                let (Some(ih), Some(iw)) = (ih, iw) else {
+                                    continue;
+                                };
+                                if ih >= h || iw >= wd || group * cin_g + ci >= cin {
+                                    continue;
+                                }
+                                let term =
+                                    x.at4(b, group * cin_g + ci, ih, iw) * w.at4(co, ci, i, j);
+                                sum += term;
+                                mag += term.abs();
+                            }
+                        }
+                    }
+                    if let Some(bias) = bias {
+                        let value = bias.values.get(co).copied().unwrap_or(f64::NAN);
+                        sum += value;
+                        mag += value.abs();
+                    }
+                    reference.values.push(sum);
+                    reference.magnitude.push(mag);
+                }
+            }
+        }
+    }
+    Some(reference)
+}
+
+/// Gather form of the transposed convolution: `out[n, co, oh, ow] = Σ x[n, ci, ih, iw] · w[ci, co', kh, kw]`
+/// over the taps with `oh + p = ih·s + kh·d`.
+fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> {
+    let [n, cin, h, wd] = x.dims4();
+    let [_, cout_g, kh, kw] = w.dims4();
+    let (stride, padding, output_padding, dilation) = (
+        pair(sample, "stride", 1),
+        pair(sample, "padding", 0),
+        pair(sample, "output_padding", 0),
+        pair(sample, "dilation", 1),
+    );
+    let groups = int(sample, "groups", 1).max(1);
+    let cin_g = cin / groups;
+    let size = |len: usize, s: usize, p: usize, d: usize, k: usize, op: usize| {
+        (len.saturating_sub(1) * s + d * k.saturating_sub(1) + op + 1).checked_sub(2 * p)
+    };
+    let out_h = size(h, stride.0, padding.0, dilation.0, kh, output_padding.0)?;
+    let out_w = size(wd, stride.1, padding.1, dilation.1, kw, output_padding.1)?;
+    let mut reference = Reference {
+        values: Vec::new(),
+        magnitude: Vec::new(),
+        terms: cin_g * kh * kw,
+    };
+    for b in 0..n {
+        for co in 0..cout_g * groups {
+            let (group, co_local) = (co / cout_g.max(1), co % cout_g.max(1));
+            for oh in 0..out_h {
+                for ow in 0..out_w {
+                    let (mut sum, mut mag) = (0.0, 0.0);
+                    for ci in group * cin_g..(group + 1) * cin_g {
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let (Some(th), Some(tw)) = (
+                                    (oh + padding.0).checked_sub(i * dilation.0),
+                                    (ow + padding.1).checked_sub(j * dilation.1),
+                                ) else {
+                                    continue;
+                                };
+                                if th % stride.0.max(1) != 0 || tw % stride.1.max(1) != 0 {
+                                    continue;
+                                }
+                                let (ih, iw) = (th / stride.0.max(1), tw / stride.1.max(1));
+                                if ih >= h || iw >= wd {
+                                    continue;
+                                }
+                                let term = x.at4(b, ci, ih, iw) * w.at4(ci, co_local, i, j);
+                                sum += term;
+                                mag += term.abs();
+                            }
+                        }
+                    }
+                    reference.values.push(sum);
+                    reference.magnitude.push(mag);
+                }
+            }
+        }
+    }
+    Some(reference)
+}
+
+/// The maximum of each `k × k` window (exact: no rounding).
+fn max_pool2d(x: &Input, k: usize, stride: usize) -> Option<Reference> {
+    let [n, c, h, w] = x.dims4();
+    let stride = stride.max(1);
+    let out_h = h.checked_sub(k)? / stride + 1;
+    let out_w = w.checked_sub(k)? / stride + 1;
+    let mut values = Vec::new();
+    for b in 0..n {
+        for ch in 0..c {
+            for oh in 0..out_h {
+                for ow in 0..out_w {
+                    let mut best = f64::NEG_INFINITY;
+                    for i in 0..k {
+                        for j in 0..k {
+                            best = best.max(x.at4(b, ch, oh * stride + i, ow * stride + j));
+                        }
+                    }
+                    values.push(best);
+                }
+            }
+        }
+    }
+    let magnitude = vec![0.0; values.len()];
+    Some(Reference {
+        values,
+        magnitude,
+        terms: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn input(dims: &[usize], values: Vec<f64>) -> Input {
+        Input {
+            dims: dims.to_vec(),
+            values,
+        }
+    }
+
+    #[test]
+    fn conv2d_on_an_arange_input() {
+        // x = 0..9 as [1,1,3,3], w = all ones [1,1,2,2], no padding: each output sums a 2x2 window:
+        // [0+1+3+4, 1+2+4+5, 3+4+6+7, 4+5+7+8] = [8, 12, 20, 24].
+        let x = input(&[1, 1, 3, 3], (0..9).map(f64::from).collect());
+        let w = input(&[1, 1, 2, 2], vec![1.0; 4]);
+        let g = Geometry {
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        };
+        let r = conv2d(&x, &w, None, g).unwrap();
+        assert_eq!(r.values, vec![8.0, 12.0, 20.0, 24.0]);
+        assert_eq!(r.terms, 5);
+    }
+
+    #[test]
+    fn transposed_conv_scatters_each_input_through_the_kernel() {
+        // x = [1, 2] as [1,1,1,2], w = [1, 10] as [1,1,1,2], stride 1: out = [1, 12, 20].
+        let x = input(&[1, 1, 1, 2], vec![1.0, 2.0]);
+        let w = input(&[1, 1, 1, 2], vec![1.0, 10.0]);
+        let sample = Sample {
+            inputs: Vec::new(),
+            params: Vec::new(),
+        };
+        let r = conv_transpose2d(&x, &w, &sample).unwrap();
+        assert_eq!(r.values, vec![1.0, 12.0, 20.0]);
+    }
+
+    #[test]
+    fn max_pool_takes_window_maxima() {
+        let x = input(&[1, 1, 2, 3], vec![1.0, 5.0, 2.0, -1.0, 0.0, 7.0]);
+        assert_eq!(max_pool2d(&x, 2, 1).unwrap().values, vec![5.0, 7.0]);
+    }
+
+    #[test]
+    fn gamma_grows_with_terms_and_saturates() {
+        assert!(gamma(10, unit_roundoff(DType::F32)) > gamma(1, unit_roundoff(DType::F32)));
+        assert_eq!(gamma(300, unit_roundoff(DType::BF16)), f64::INFINITY);
+    }
+}
