@@ -44,6 +44,9 @@ impl Default for VerifyOptions {
 /// bounded time on any contract (however many constraints it declares).
 const ATTEMPTS_PER_SAMPLE: usize = 150;
 const MAX_ATTEMPTS: usize = 40_000;
+/// Constraint evaluations per contract, at most (a contract with thousands of constraints gets
+/// proportionally fewer candidates).
+const MAX_EVALUATIONS: usize = 4_000_000;
 /// Admitted samples also run in the other declared dtypes (half precision is slow in software).
 const SAMPLES_PER_EXTRA_DTYPE: usize = 6;
 
@@ -215,7 +218,8 @@ impl Gate<'_> {
         let attempts = ATTEMPTS_PER_SAMPLE
             .saturating_mul(options.samples.max(1))
             .saturating_mul(1 + constraints)
-            .min(MAX_ATTEMPTS);
+            .min(MAX_ATTEMPTS)
+            .min(MAX_EVALUATIONS / (1 + constraints));
         for _ in 0..attempts {
             let sample = self.domain.draw(&mut rng);
             match self.domain.verdict(&sample, dtype) {
