@@ -69,6 +69,7 @@ impl Renderer {
         let mut tera = Tera::default();
         tera.autoescape_on(vec![".html"]);
         tera.register_filter("linebreaks_as_entities", linebreaks_as_entities);
+        tera.register_filter("code_spans", code_spans);
         tera.add_raw_templates(templates)
             .map_err(|error| RenderError(describe_tera_error(&error)))?;
         Ok(Renderer { tera })
@@ -124,6 +125,28 @@ fn linebreaks_as_entities(
     Ok(tera::Value::String(text.replace('\n', "&#10;")))
 }
 
+/// Escapes text for HTML, then turns each `backticked` span into `<code>` (for generated
+/// sentences such as the gate's evidence). Use with `| safe`.
+fn code_spans(value: &tera::Value, _: &HashMap<String, tera::Value>) -> tera::Result<tera::Value> {
+    let text = tera::try_get_value!("code_spans", "value", String, value);
+    let escaped = tera::escape_html(&text);
+    let mut out = String::with_capacity(escaped.len());
+    for (index, piece) in escaped.split('`').enumerate() {
+        if index % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(piece);
+            out.push_str("</code>");
+        } else {
+            out.push_str(piece);
+        }
+    }
+    if escaped.matches('`').count() % 2 == 1 {
+        // An unmatched backtick: fall back to the plain escaped text.
+        return Ok(tera::Value::String(escaped));
+    }
+    Ok(tera::Value::String(out))
+}
+
 fn describe_tera_error(error: &tera::Error) -> String {
     let mut message = error.to_string();
     let mut cause = std::error::Error::source(error);
@@ -160,6 +183,18 @@ mod tests {
     fn shaped_html_has_no_blank_lines_or_directives() {
         let shaped = shape_for_markdown("<div>\n\n    <p>{{#include x}}</p>\n</div>\n");
         assert_eq!(shaped, "<div>\n<p>&#123;&#123;#include x}}</p>\n</div>\n");
+    }
+
+    #[test]
+    fn code_spans_escape_first() {
+        let value = tera::Value::String("run `a<b>` & `c`".to_owned());
+        let out = code_spans(&value, &HashMap::new()).unwrap();
+        assert_eq!(
+            out,
+            tera::Value::String("run <code>a&lt;b&gt;</code> &amp; <code>c</code>".to_owned())
+        );
+        let odd = code_spans(&tera::Value::String("`<i>".to_owned()), &HashMap::new()).unwrap();
+        assert_eq!(odd, tera::Value::String("`&lt;i&gt;".to_owned()));
     }
 
     #[test]
