@@ -7,6 +7,7 @@
 //! shrunk to a small counterexample and reported with a one-line reproduction.
 
 pub mod geometry;
+pub mod layout;
 pub mod oracle;
 pub mod run;
 pub mod sample;
@@ -113,6 +114,7 @@ pub fn verify(
         }
     }
     gate.breaking(first_kernel, first_dtype, &breaking);
+    gate.layouts(first_kernel, first_dtype, &admitted);
     gate.undeclared_dtypes(import, first_kernel, &admitted);
     (gate.evidence, gate.diagnostics)
 }
@@ -650,6 +652,63 @@ impl Gate<'_> {
             },
         };
         (resolved.source.span.clone(), resolved.source.value.clone())
+    }
+
+    /// Layout claims hold on real strided, offset, reversed and broadcast views.
+    fn layouts(&mut self, kernel: &KernelRef, dtype: DType, admitted: &[(Sample, Vec<Vec<i64>>)]) {
+        let Some((sample, _)) = admitted.first() else {
+            return;
+        };
+        let report = layout::check(self.raw, kernel, sample, dtype, self.seed);
+        if let Some(failure) = report.failure {
+            let input = self
+                .raw
+                .inputs
+                .iter()
+                .find(|i| i.name.value == failure.input);
+            let span = input
+                .and_then(|i| i.layout.as_ref())
+                .and_then(|l| {
+                    l.flags()
+                        .into_iter()
+                        .find(|(f, _)| *f == failure.flag)
+                        .and_then(|(_, r)| r.map(|r| r.span.clone()))
+                })
+                .or_else(|| input.map(|i| i.span.clone()))
+                .unwrap_or_else(|| self.raw.kernel.span.clone());
+            let diagnostic = self.error(Code::LayoutClaim, span, failure.message);
+            diagnostic
+                .notes
+                .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+            diagnostic.help.push(
+                "state the layouts the kernel really takes (`required`, `accepted` or `rejected`)"
+                    .to_owned(),
+            );
+            return;
+        }
+        if report.tried.is_empty() {
+            return;
+        }
+        let mut by_outcome: Vec<(&str, Vec<String>)> = Vec::new();
+        for (input, flag, outcome) in &report.tried {
+            let entry = format!("{flag} `{input}`");
+            match by_outcome.iter_mut().find(|(o, _)| o == outcome) {
+                Some((_, list)) => list.push(entry),
+                None => by_outcome.push((outcome, vec![entry])),
+            }
+        }
+        let summary: Vec<String> = by_outcome
+            .iter()
+            .map(|(outcome, views)| format!("{}: {outcome}", views.join(", ")))
+            .collect();
+        self.evidence.rows.push((
+            "layout claims".to_owned(),
+            format!(
+                "real views through `{}` — {}",
+                kernel.symbol,
+                summary.join("; ")
+            ),
+        ));
     }
 
     /// A dtype the contract does not declare must not run (the PyTorch `test_dtypes` idea).

@@ -26,7 +26,7 @@ pub enum Outcome {
     Skipped(String),
 }
 
-fn operands(
+pub(super) fn operands(
     kernel: &KernelRef,
     sample: &Sample,
     dtype: DType,
@@ -58,7 +58,7 @@ fn operands(
         .collect()
 }
 
-fn params(kernel: &KernelRef, sample: &Sample) -> Result<ParamValues, String> {
+pub(super) fn params(kernel: &KernelRef, sample: &Sample) -> Result<ParamValues, String> {
     let mut values = ParamValues::new();
     for field in kernel.params.iter().filter(|f| f.shape_of.is_none()) {
         let value = sample

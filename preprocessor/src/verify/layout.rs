@@ -1,0 +1,184 @@
+//! Layout claims, tested with real views at the executor boundary: for each input, a strided
+//! view, a view with a start offset, a reversed view and a stride-0 broadcast view of the same
+//! logical values are passed to the kernel. A layout the contract rejects must be refused; one
+//! it accepts must give the contiguous result bit for bit. With
+//! `awkward_layout_strategy: requires_contiguous`, the planner's `Contiguize` kernel turns each
+//! view into a contiguous tensor, and the kernel's result must then be bitwise the contiguous one.
+
+use super::run::{operands, params};
+use super::sample::Sample;
+use crate::contract::raw::{LayoutRequirement, RawContract, RawInput};
+use fuel_reference_backend::ops::contiguize_any;
+use fuel_reference_backend::view::{
+    broadcast_view_of, offset_view_of, reversed_view_of, strided_view_of,
+};
+use fuel_reference_backend::{AnyTensor, DType, KernelRef, Operand};
+
+/// One layout flag of one input that does not hold.
+#[derive(Debug, Clone)]
+pub struct LayoutFailure {
+    pub input: String,
+    pub flag: &'static str,
+    pub message: String,
+}
+
+/// What the layout check ran.
+#[derive(Debug, Clone, Default)]
+pub struct LayoutReport {
+    /// (input, flag, what happened) for every view tried.
+    pub tried: Vec<(String, &'static str, &'static str)>,
+    pub failure: Option<LayoutFailure>,
+}
+
+const FLAGS: [&str; 4] = [
+    "strided",
+    "start_offset",
+    "reverse_strides",
+    "broadcast_stride0",
+];
+
+/// Runs every layout view of every present input on one admitted sample.
+pub fn check(
+    raw: &RawContract,
+    kernel: &KernelRef,
+    sample: &Sample,
+    dtype: DType,
+    seed: u64,
+) -> LayoutReport {
+    let mut report = LayoutReport::default();
+    let (Ok(base), Ok(values)) = (
+        operands(kernel, sample, dtype, seed),
+        params(kernel, sample),
+    ) else {
+        return report;
+    };
+    let contiguizes = raw
+        .caps
+        .as_ref()
+        .and_then(|c| c.awkward_layout_strategy.as_ref())
+        .is_some_and(|s| s.value == "requires_contiguous");
+    for (slot, desc) in kernel.inputs.iter().enumerate() {
+        let Some(input) = raw.inputs.iter().find(|i| i.name.value == desc.name) else {
+            continue;
+        };
+        let Some(Some(operand)) = base.get(slot) else {
+            continue;
+        };
+        for flag in FLAGS {
+            let requirement = requirement(input, flag);
+            let Some((tensor, view)) = view_for(flag, operand) else {
+                continue;
+            };
+            let mut contiguous = base.clone();
+            let mut viewed = base.clone();
+            if let (Some(c), Some(v)) = (contiguous.get_mut(slot), viewed.get_mut(slot)) {
+                *c = Some(Operand::contiguous(tensor));
+                *v = Some(view.clone());
+            }
+            let Ok(expected) = kernel.run(&contiguous, &values) else {
+                continue;
+            };
+            let got = kernel.run(&viewed, &values);
+            let outcome = match (requirement, got) {
+                (Some(LayoutRequirement::Rejected), Ok(_)) => Err(format!(
+                    "`{}` accepts a {flag} view of `{}`, but the contract says `{flag}: rejected`",
+                    kernel.symbol, desc.name
+                )),
+                (Some(LayoutRequirement::Accepted | LayoutRequirement::Required), Err(error)) => {
+                    Err(format!(
+                        "`{}` refuses a {flag} view of `{}` ({error}), but the contract accepts it",
+                        kernel.symbol, desc.name
+                    ))
+                }
+                (Some(LayoutRequirement::Accepted | LayoutRequirement::Required), Ok(out))
+                    if !same_bits(&out, &expected) =>
+                {
+                    Err(format!(
+                        "`{}` gives a different result on a {flag} view of `{}` than on the contiguous tensor",
+                        kernel.symbol, desc.name
+                    ))
+                }
+                (None, _) => Ok("not declared"),
+                (Some(LayoutRequirement::Rejected), Err(_)) => Ok("refused"),
+                _ => Ok("accepted, bitwise the contiguous result"),
+            };
+            let outcome = outcome.and_then(|done| {
+                if !contiguizes {
+                    return Ok(done);
+                }
+                let planned = contiguize_any(&view).map_err(|e| format!("Contiguize failed on a {flag} view of `{}`: {e}", desc.name))?;
+                let mut operands = base.clone();
+                if let Some(o) = operands.get_mut(slot) {
+                    *o = Some(Operand::contiguous(planned));
+                }
+                match kernel.run(&operands, &values) {
+                    Ok(out) if same_bits(&out, &expected) => Ok(if done == "refused" { "refused; contiguized, bitwise the contiguous result" } else { done }),
+                    _ => Err(format!("after Contiguize, a {flag} view of `{}` does not give the contiguous result", desc.name)),
+                }
+            });
+            match outcome {
+                Ok(done) => report.tried.push((desc.name.to_owned(), flag, done)),
+                Err(message) => {
+                    report.failure = Some(LayoutFailure {
+                        input: desc.name.to_owned(),
+                        flag,
+                        message,
+                    });
+                    return report;
+                }
+            }
+        }
+    }
+    report
+}
+
+fn requirement(input: &RawInput, flag: &str) -> Option<LayoutRequirement> {
+    let layout = input.layout.as_ref()?;
+    layout
+        .flags()
+        .into_iter()
+        .find(|(name, _)| *name == flag)
+        .and_then(|(_, r)| r.map(|r| r.value))
+}
+
+/// A view with `flag` of `operand`'s values, with the contiguous tensor of the same logical
+/// values (for broadcast, the operand made constant along its first axis of size > 1).
+fn view_for(flag: &str, operand: &Operand) -> Option<(AnyTensor, Operand)> {
+    let tensor = operand.storage().as_ref().clone();
+    match flag {
+        "strided" => strided_view_of(&tensor).map(|v| (tensor, v)),
+        "start_offset" => Some((tensor.clone(), offset_view_of(&tensor))),
+        "reverse_strides" => reversed_view_of(&tensor).map(|v| (tensor, v)),
+        _ => {
+            let constant = constant_along_first_axis(&tensor)?;
+            broadcast_view_of(&constant).map(|v| (constant, v))
+        }
+    }
+}
+
+/// `t` with every slice along its first axis of size > 1 replaced by the first slice.
+fn constant_along_first_axis(t: &AnyTensor) -> Option<AnyTensor> {
+    let shape = t.shape().to_vec();
+    let axis = shape.iter().position(|d| *d > 1)?;
+    let inner: usize = shape.get(axis + 1..)?.iter().product();
+    let outer: usize = shape.get(..axis)?.iter().product();
+    let size = *shape.get(axis)?;
+    let values = t.to_f64_vec();
+    let mut out = values.clone();
+    for o in 0..outer {
+        for a in 0..size {
+            for i in 0..inner {
+                let from = (o * size) * inner + i;
+                let to = (o * size + a) * inner + i;
+                if let (Some(v), Some(slot)) = (values.get(from), out.get_mut(to)) {
+                    *slot = *v;
+                }
+            }
+        }
+    }
+    AnyTensor::from_f64(t.dtype(), &shape, &out).ok()
+}
+
+fn same_bits(a: &[AnyTensor], b: &[AnyTensor]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
