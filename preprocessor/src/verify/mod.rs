@@ -126,6 +126,8 @@ struct Agreement {
     exact: bool,
     /// The largest error as a fraction of its bound.
     worst: f64,
+    /// For multiply-add kernels with a `flops` formula: (flops, 2 × MACs performed, 2 × taps visited).
+    flops: Option<(i64, u64, u64)>,
 }
 
 struct Gate<'a> {
@@ -263,6 +265,8 @@ impl Gate<'_> {
         let mut ran = 0;
         let mut worst: f64 = 0.0;
         let mut all_exact = true;
+        let mut flops_checked = 0;
+        let mut largest_gap: f64 = 0.0;
         for (index, (sample, predicted)) in samples.iter().enumerate() {
             let outcome = call(
                 kernel,
@@ -288,10 +292,16 @@ impl Gate<'_> {
                     if !self.rules_hold(kernel, dtype, sample, predicted, &outputs) {
                         return false;
                     }
-                    match self.values_hold(kernel, dtype, sample, &inputs, &values) {
+                    match self.values_hold(kernel, dtype, sample, &inputs, &values, predicted) {
                         Some(agreement) => {
                             worst = worst.max(agreement.worst);
                             all_exact &= agreement.exact;
+                            if let Some((_, low, high)) = agreement.flops {
+                                flops_checked += 1;
+                                if high > 0 {
+                                    largest_gap = largest_gap.max(1.0 - low as f64 / high as f64);
+                                }
+                            }
                         }
                         None => return false,
                     }
@@ -310,6 +320,21 @@ impl Gate<'_> {
                 worst * 100.0
             ),
         };
+        let already = self
+            .evidence
+            .rows
+            .iter()
+            .any(|(check, _)| check.starts_with("`flops`"));
+        if flops_checked > 0 && !already {
+            self.evidence.rows.push((
+                "`flops` against the work done".to_owned(),
+                format!(
+                    "on {flops_checked} {} samples `flops` lies between 2 × the multiply-adds performed and 2 × the taps the loop nest visits, both counted by the oracle (padding taps are visited but skipped: up to {:.0}% of the taps on these samples)",
+                    dtype.name(),
+                    largest_gap * 100.0
+                ),
+            ));
+        }
         self.evidence.rows.push((
             format!("{} accepts the admitted domain", dtype.name()),
             format!(
@@ -336,6 +361,7 @@ impl Gate<'_> {
         sample: &Sample,
         inputs: &[Option<oracle::Input>],
         values: &[Vec<f64>],
+        predicted: &[Vec<i64>],
     ) -> Option<Agreement> {
         let (Some(reference), Some(actual)) = (
             oracle::reference(kernel.kernel, inputs, sample),
@@ -344,6 +370,7 @@ impl Gate<'_> {
             return Some(Agreement {
                 exact: false,
                 worst: 0.0,
+                flops: None,
             });
         };
         let precision = self.raw.precision.as_ref();
@@ -379,7 +406,63 @@ impl Gate<'_> {
             }
         }
         let exact = exact || reference.terms == 0;
-        Some(Agreement { exact, worst })
+        let flops = self.flops_within_work(kernel, dtype, sample, predicted, reference.work)?;
+        Some(Agreement {
+            exact,
+            worst,
+            flops,
+        })
+    }
+
+    /// `flops` lies between 2 × the multiply-adds really performed and 2 × the taps the loop
+    /// nest visits (counted by the oracle, independently of the formula). `None` after
+    /// reporting a failure; `Some(None)` when there is nothing to check.
+    fn flops_within_work(
+        &mut self,
+        kernel: &KernelRef,
+        dtype: DType,
+        sample: &Sample,
+        predicted: &[Vec<i64>],
+        work: Option<(u64, u64)>,
+    ) -> Option<Option<(i64, u64, u64)>> {
+        let Some((macs, visited)) = work else {
+            return Some(None);
+        };
+        let Some((_, formula)) = self
+            .domain
+            .contract
+            .formulas
+            .iter()
+            .find(|(name, _)| name == "flops")
+        else {
+            return Some(None);
+        };
+        let mut bindings = self.domain.bindings(sample, dtype);
+        self.domain.bind_outputs(&mut bindings, predicted);
+        let Some(flops) = crate::expr::eval(&formula.expr, &bindings)
+            .ok()
+            .and_then(|v| v.as_int())
+        else {
+            return Some(None); // reported by the cost check
+        };
+        let (low, high) = (2 * macs, 2 * visited);
+        let within = u64::try_from(flops).is_ok_and(|f| (low..=high).contains(&f));
+        if within {
+            return Some(Some((flops, low, high)));
+        }
+        let span = formula.source.span.clone();
+        let diagnostic = self.error(
+            Code::CostFormula,
+            span,
+            format!("`flops` is {flops}, outside [2 × {macs} multiply-adds performed, 2 × {visited} taps visited] = [{low}, {high}] for `{}`", kernel.symbol),
+        );
+        diagnostic
+            .notes
+            .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+        diagnostic
+            .help
+            .push("count 2 flops per multiply-add the kernel's loop nest visits".to_owned());
+        None
     }
 
     #[allow(clippy::too_many_arguments)]

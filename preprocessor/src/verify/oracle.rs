@@ -15,6 +15,9 @@ pub struct Reference {
     pub magnitude: Vec<f64>,
     /// The most terms any element sums (K in γ_K).
     pub terms: usize,
+    /// For multiply-add kernels: (multiply-adds really performed, taps the loop nest visits,
+    /// padding taps included).
+    pub work: Option<(u64, u64)>,
 }
 
 /// An operand as the oracle sees it: dims and values in f64 (already rounded to the dtype).
@@ -163,7 +166,9 @@ fn conv2d(x: &Input, w: &Input, bias: Option<&Input>, g: Geometry) -> Option<Ref
         values: Vec::new(),
         magnitude: Vec::new(),
         terms: cin_g * kh * kw + 1,
+        work: None,
     };
+    let mut macs: u64 = 0;
     for b in 0..n {
         for co in 0..cout {
             let group = co / cout_g.max(1);
@@ -187,6 +192,7 @@ fn conv2d(x: &Input, w: &Input, bias: Option<&Input>, g: Geometry) -> Option<Ref
                                     x.at4(b, group * cin_g + ci, ih, iw) * w.at4(co, ci, i, j);
                                 sum += term;
                                 mag += term.abs();
+                                macs += 1;
                             }
                         }
                     }
@@ -201,6 +207,8 @@ fn conv2d(x: &Input, w: &Input, bias: Option<&Input>, g: Geometry) -> Option<Ref
             }
         }
     }
+    let visited = (n * cout * out_h * out_w * cin_g * kh * kw) as u64;
+    reference.work = Some((macs, visited));
     Some(reference)
 }
 
@@ -226,7 +234,9 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
         values: Vec::new(),
         magnitude: Vec::new(),
         terms: cin_g * kh * kw,
+        work: None,
     };
+    let mut macs: u64 = 0;
     for b in 0..n {
         for co in 0..cout_g * groups {
             let (group, co_local) = (co / cout_g.max(1), co % cout_g.max(1));
@@ -252,6 +262,7 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
                                 let term = x.at4(b, ci, ih, iw) * w.at4(ci, co_local, i, j);
                                 sum += term;
                                 mag += term.abs();
+                                macs += 1;
                             }
                         }
                     }
@@ -261,6 +272,9 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
             }
         }
     }
+    // The scatter loop nest visits every (input pixel, output channel, kernel tap).
+    let visited = (n * cin * h * wd * cout_g * kh * kw) as u64;
+    reference.work = Some((macs, visited));
     Some(reference)
 }
 
@@ -291,6 +305,7 @@ fn max_pool2d(x: &Input, k: usize, stride: usize) -> Option<Reference> {
         values,
         magnitude,
         terms: 0,
+        work: None,
     })
 }
 
