@@ -111,6 +111,8 @@ codes! {
         "Each kernel's results are compared with an independent definitional oracle (gather form, in f64): exactly where `precision.max_ulp: 0` is claimed or the operation is exact (max pooling), otherwise within Higham's bound for summation in the dtype, `|out - exact| <= gamma_K * sum|w*x|` with `gamma_K = K*u / (1 - K*u)`, and within `max_absolute` / `max_relative` when those are authored.";
     LayoutClaim = "FKC0410", "a layout claim does not hold",
         "Each input's layout flags are tested with real views of the same values: strided, with a start offset, with reversed strides and through a stride-0 broadcast. A `rejected` layout must be refused with an error; an `accepted` one must give the contiguous result bit for bit. With `awkward_layout_strategy: requires_contiguous`, the planner's Contiguize kernel makes each view contiguous, and the kernel's result must then be bitwise the contiguous one.";
+    FastPathUnreachable = "FKC0411", "a fast path is never taken",
+        "Every `caps.fast_paths[].when` must evaluate on the contract's samples and hold for at least one admitted sample; a fast path nothing in the contract's domain can take is dead documentation.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",
         "To run a kernel, the gate passes each contract input as the kernel operand of the same name. The inputs must be exactly the entry point's operands, with the same ranks.";
 }
