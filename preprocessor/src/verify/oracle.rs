@@ -103,7 +103,7 @@ fn pair(sample: &Sample, name: &str, default: usize) -> (usize, usize) {
 pub fn has_reference(kernel: &str) -> bool {
     matches!(
         kernel,
-        "conv2d" | "conv2d_simple" | "conv_transpose2d" | "max_pool2d"
+        "conv2d" | "conv2d_simple" | "conv_transpose2d" | "max_pool2d" | "contiguize"
     )
 }
 
@@ -139,6 +139,13 @@ pub fn reference(kernel: &str, inputs: &[Option<Input>], sample: &Sample) -> Opt
             int(sample, "kernel_size", 1),
             int(sample, "stride", 1),
         ),
+        // A copy: the logical values themselves, exactly.
+        "contiguize" => Some(Reference {
+            values: first.values.clone(),
+            magnitude: vec![0.0; first.values.len()],
+            terms: 0,
+            work: None,
+        }),
         _ => None,
     }
 }
