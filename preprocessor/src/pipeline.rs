@@ -37,6 +37,16 @@ pub struct ContractSummary {
     pub line: usize,
     pub registrable: bool,
     pub revision_hash: String,
+    pub blurb: Option<String>,
+    /// The declared dtypes (F32, …).
+    pub dtypes: Vec<String>,
+    /// The HTML id of the contract's section.
+    pub anchor: String,
+    /// How many behavioural checks ran on it.
+    pub checks: usize,
+    /// A link to the contract from the book's root (`seed/x.html#fkc-conv2d`), set by the caller
+    /// that knows where the chapter is rendered.
+    pub link: String,
 }
 
 /// Checks the chapters of one book, remembering what spans chapters (kernel names).
@@ -207,6 +217,14 @@ impl<'r> BookChecker<'r> {
             line: at.line,
             registrable: resolved.registrable,
             revision_hash: resolved.revision_hash.clone(),
+            blurb: raw.blurb.as_ref().map(|b| b.value.clone()),
+            dtypes: crate::import::declared_dtypes(raw)
+                .iter()
+                .map(|d| d.name().to_owned())
+                .collect(),
+            anchor: view.anchor.clone(),
+            checks: resolved.evidence.rows.len(),
+            link: String::new(),
         };
         Ok(FenceOutcome {
             html: self.renderer.contract(&view)?,

@@ -132,16 +132,53 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
                     chapter.content = content;
                 }
                 outcome.diagnostics.extend(report.diagnostics);
-                outcome.contracts.extend(report.contracts);
+                let page = chapter.path.as_ref().unwrap_or(path).with_extension("html");
+                outcome
+                    .contracts
+                    .extend(report.contracts.into_iter().map(|mut c| {
+                        c.link = format!("{}#{}", page.display(), c.anchor);
+                        c
+                    }));
             }
             Err(error) => failure = Some(error),
         }
     });
-    match failure {
-        Some(error) => Err(Error::new(error)),
-        None => Ok(outcome),
+    if let Some(error) = failure {
+        return Err(Error::new(error));
     }
+    insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;
+    Ok(outcome)
 }
+
+/// Replaces the inventory marker in any chapter with the table of every contract of the book.
+fn insert_inventory(
+    book: &mut Book,
+    renderer: &Renderer,
+    contracts: &[ContractSummary],
+) -> std::result::Result<(), crate::render::RenderError> {
+    let mut failure = None;
+    book.for_each_mut(|item| {
+        let BookItem::Chapter(chapter) = item else {
+            return;
+        };
+        if failure.is_some() || !chapter.content.contains(INVENTORY_MARKER) {
+            return;
+        }
+        let depth = chapter
+            .path
+            .as_ref()
+            .map_or(0, |p| p.components().count().saturating_sub(1));
+        let prefix = "../".repeat(depth);
+        match renderer.inventory(contracts, &prefix) {
+            Ok(html) => chapter.content = chapter.content.replace(INVENTORY_MARKER, &html),
+            Err(error) => failure = Some(error),
+        }
+    });
+    failure.map_or(Ok(()), Err)
+}
+
+/// The line a chapter writes where the inventory of all contracts goes.
+pub const INVENTORY_MARKER: &str = "<!-- fkc:inventory -->";
 
 /// Warns when the calling mdbook differs in minor version from the one this was built against.
 pub fn version_warning(calling: &str) -> Option<String> {

@@ -29,6 +29,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         "diagnostics.html",
         include_str!("../../templates/diagnostics.html.tera"),
     ),
+    (
+        "inventory.html",
+        include_str!("../../templates/inventory.html.tera"),
+    ),
 ];
 
 /// A template problem (only possible with user-supplied templates).
@@ -100,6 +104,21 @@ impl Renderer {
         let mut context = Context::new();
         context.insert("c", contract);
         self.render("contract.html", &context)
+    }
+
+    /// The table of every contract of the book; links are prefixed with `prefix` (the way up
+    /// from the inventory's chapter to the book's root).
+    pub fn inventory(
+        &self,
+        contracts: &[crate::pipeline::ContractSummary],
+        prefix: &str,
+    ) -> Result<String, RenderError> {
+        let mut context = Context::new();
+        context.insert("contracts", contracts);
+        context.insert("prefix", prefix);
+        let mut html = self.style()?;
+        html.push_str(&self.render("inventory.html", &context)?);
+        Ok(html)
     }
 
     /// A box of diagnostics: failures, or an example that fails as expected.

@@ -43,6 +43,26 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
     );
     // The YAML comments are kept as annotations.
     assert!(page_real.contains("[N, Cin, H, W]"));
+    // The inventory lists every contract of the book with a link to its section.
+    let inventory = page(&real, "inventory.html");
+    for (kernel, link) in [
+        ("conv2d", "seed/reference-conv-pool.html#fkc-conv2d"),
+        ("max_pool2d", "seed/reference-conv-pool.html#fkc-max-pool2d"),
+        ("contiguize", "contracts/contiguize.html#fkc-contiguize"),
+    ] {
+        assert!(
+            inventory.contains(&format!("<a href=\"{link}\"><code>{kernel}</code></a>")),
+            "{kernel} missing from the inventory"
+        );
+    }
+    assert!(
+        inventory.contains("5 contracts"),
+        "the inventory counts the book's contracts"
+    );
+    assert!(
+        !inventory.contains("fkc:inventory"),
+        "the marker was left in place"
+    );
 }
 
 #[test]
