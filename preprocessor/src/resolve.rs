@@ -150,6 +150,20 @@ pub fn decorate(view: &mut ContractView, resolved: &Resolved, diagnostics: &[Dia
             note: None,
         })
         .collect();
+    if let Some(worked) = &resolved.evidence.worked {
+        view.figure = Some(crate::render::svg::worked_example(worked));
+        view.figure_caption = Some(format!(
+            "Computed by `{}` ({}) when this page was built, on {}; operands are small integers, so every dtype holds them exactly. {}",
+            worked.symbol,
+            worked.dtype,
+            worked.sample,
+            if worked.matches_oracle {
+                "The result equals the independent oracle's exactly."
+            } else {
+                "The result is within the oracle's error bound (see the checks above)."
+            }
+        ));
+    }
     view.import_notes = diagnostics
         .iter()
         .filter(|d| !d.is_error())

@@ -3,6 +3,7 @@
 //! escaped, and the result shaped for mdBook's Markdown pass (no blank lines, so the HTML block
 //! is never cut; no `{{`, so the `links` preprocessor that runs afterwards never sees a directive).
 
+pub mod svg;
 pub mod view;
 
 use std::collections::HashMap;

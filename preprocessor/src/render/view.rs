@@ -108,6 +108,9 @@ pub struct ContractView {
     pub import_notes: Vec<ImportNote>,
     /// What the behavioural gate ran on this contract.
     pub evidence: Vec<Row>,
+    /// The worked example as inline SVG (already escaped), and its caption.
+    pub figure: Option<String>,
+    pub figure_caption: Option<String>,
     pub inputs: Vec<InputView>,
     pub op_params_variant: Option<Row>,
     pub op_params: Vec<ParamView>,
@@ -196,6 +199,8 @@ pub fn contract_view(
         entry_points: Vec::new(),
         import_notes: Vec::new(),
         evidence: Vec::new(),
+        figure: None,
+        figure_caption: None,
         inputs: contract.inputs.iter().map(input_view).collect(),
         op_params_variant: contract.op_params.as_ref().and_then(|p| {
             p.variant

@@ -47,7 +47,7 @@ pub fn check(
 ) -> LayoutReport {
     let mut report = LayoutReport::default();
     let (Ok(base), Ok(values)) = (
-        operands(kernel, sample, dtype, seed),
+        operands(kernel, sample, dtype, super::run::Fill::Random(seed)),
         params(kernel, sample),
     ) else {
         return report;

@@ -12,6 +12,7 @@ pub mod oracle;
 pub mod run;
 pub mod sample;
 mod shrink;
+pub mod worked;
 
 use crate::contract::raw::{Determinism, RawContract};
 use crate::contract::resolved::Contract;
@@ -60,6 +61,8 @@ type Breaking = Vec<(Sample, usize)>;
 #[derive(Debug, Clone, Default)]
 pub struct Evidence {
     pub rows: Vec<(String, String)>,
+    /// The worked example shown on the page (when the gate passed).
+    pub worked: Option<worked::Worked>,
 }
 
 /// Runs the gate on one imported contract.
@@ -116,6 +119,10 @@ pub fn verify(
     gate.breaking(first_kernel, first_dtype, &breaking);
     gate.layouts(first_kernel, first_dtype, &admitted);
     gate.coverage(first_dtype, &admitted);
+    if gate.diagnostics.is_empty() {
+        let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
+        gate.evidence.worked = worked::example(first_kernel, first_dtype, &samples);
+    }
     gate.undeclared_dtypes(import, first_kernel, &admitted);
     (gate.evidence, gate.diagnostics)
 }

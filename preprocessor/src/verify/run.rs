@@ -26,12 +26,25 @@ pub enum Outcome {
     Skipped(String),
 }
 
+/// How operand values are chosen.
+#[derive(Debug, Clone, Copy)]
+pub enum Fill {
+    /// Seeded values in [-1, 1) (the gate's samples).
+    Random(u64),
+    /// Small integers from -2 to 2, readable in a figure and exact in every dtype.
+    SmallIntegers,
+}
+
 pub(super) fn operands(
     kernel: &KernelRef,
     sample: &Sample,
     dtype: DType,
-    seed: u64,
+    fill: Fill,
 ) -> Result<Vec<Option<Operand>>, String> {
+    let seed = match fill {
+        Fill::Random(seed) => seed,
+        Fill::SmallIntegers => 0,
+    };
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
     kernel
         .inputs
@@ -50,7 +63,10 @@ pub(super) fn operands(
                 .map(|d| usize::try_from(*d).unwrap_or(0))
                 .collect();
             let count: usize = shape.iter().product();
-            let values: Vec<f64> = (0..count).map(|_| rng.unit()).collect();
+            let values: Vec<f64> = match fill {
+                Fill::Random(_) => (0..count).map(|_| rng.unit()).collect(),
+                Fill::SmallIntegers => (0..count).map(|i| ((i * 7 + 3) % 5) as f64 - 2.0).collect(),
+            };
             AnyTensor::from_f64(dtype, &shape, &values)
                 .map(|t| Some(Operand::contiguous(t)))
                 .map_err(|e| e.to_string())
@@ -79,7 +95,7 @@ pub fn call(
     seed: u64,
     repeat: bool,
 ) -> Outcome {
-    let operands = match operands(kernel, sample, dtype, seed) {
+    let operands = match operands(kernel, sample, dtype, Fill::Random(seed)) {
         Ok(operands) => operands,
         Err(error) => return Outcome::Skipped(error),
     };
@@ -130,7 +146,7 @@ pub fn executor_accepts(
     let Some(op) = kernel.op_kind else {
         return false;
     };
-    let Ok(operands) = operands(kernel, sample, dtype, 1) else {
+    let Ok(operands) = operands(kernel, sample, dtype, Fill::Random(1)) else {
         return false;
     };
     let Ok(mut values) = params(kernel, sample) else {

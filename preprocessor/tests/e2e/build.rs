@@ -43,6 +43,18 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
     );
     // The YAML comments are kept as annotations.
     assert!(page_real.contains("[N, Cin, H, W]"));
+    // Each verified contract shows a worked example as inline SVG that survived mdBook's HTML
+    // pass, computed by the kernel and equal to the oracle.
+    assert_eq!(
+        page_real.matches("class=\"fkc-figure\"").count(),
+        4,
+        "one figure per contract"
+    );
+    assert_eq!(
+        page_real.matches("equals the independent oracle").count(),
+        4
+    );
+    assert!(!page_real.contains("<?xml"));
     // The inventory lists every contract of the book with a link to its section.
     let inventory = page(&real, "inventory.html");
     for (kernel, link) in [
