@@ -238,21 +238,30 @@ fn entry_points(
             diagnostics.push(underivable_symbol(spec, dtype, source));
             continue;
         };
+        if !symbol.starts_with(&format!("{}::", registry.crate_name)) {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::ProviderMismatch,
+                    source,
+                    spec.span.clone(),
+                    format!(
+                        "entry point `{symbol}` is not in the provider's crate `{}`",
+                        registry.crate_name
+                    ),
+                )
+                .with_help(format!(
+                    "name a symbol of `{}` (the provider's link registry)",
+                    registry.path
+                )),
+            );
+            continue;
+        }
         let kernel = registry.entry_point(&symbol);
-        if kernel.is_none() {
-            diagnostics.push(unresolved_symbol(
+        match kernel {
+            None => diagnostics.push(unresolved_symbol(
                 spec, dtype, &symbol, registry, contract, source,
-            ));
-        } else if !symbol.starts_with(&format!("{}::", registry.crate_name)) {
-            diagnostics.push(Diagnostic::error(
-                Code::ProviderMismatch,
-                source,
-                spec.span.clone(),
-                format!(
-                    "entry point `{symbol}` is not in the provider's crate `{}`",
-                    registry.crate_name
-                ),
-            ));
+            )),
+            Some(found) => diagnostics.extend(wrong_dtype(spec, dtype, found, source)),
         }
         resolved.push(ResolvedEntryPoint {
             dtype,
@@ -261,6 +270,34 @@ fn entry_points(
         });
     }
     resolved
+}
+
+/// A symbol must run the dtype it stands for.
+fn wrong_dtype(
+    spec: &Located<EntryPointSpec>,
+    dtype: DType,
+    found: &KernelRef,
+    source: &Arc<SourceFile>,
+) -> Option<Diagnostic> {
+    if found.dtype == dtype {
+        return None;
+    }
+    let message = format!(
+        "entry point `{}` runs {}, but stands for {} here",
+        found.symbol,
+        found.dtype.name(),
+        dtype.name()
+    );
+    Some(
+        Diagnostic::error(
+            Code::EntryPointUnresolved,
+            source,
+            spec.span.clone(),
+            message,
+        )
+        .with_label("wrong symbol for this contract")
+        .with_help("give each dtype the kernel's symbol for that dtype"),
+    )
 }
 
 fn underivable_symbol(

@@ -16,6 +16,8 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub struct BookRegistry {
     kernels: HashMap<String, String>,
+    /// Backend kernel → (contract name, where) for the kernels documented so far.
+    implementations: HashMap<String, (String, String)>,
 }
 
 /// A resolved contract's facts that the page and the summary need.
@@ -47,6 +49,9 @@ pub fn resolve(
     let computed = revision_hash(revision_base, &raw.kernel.value, &raw.canonical);
     diagnostics.extend(check_authored_hash(raw, &computed, source));
     diagnostics.extend(claim_name(raw, source, registry, register));
+    diagnostics.extend(claim_implementation(
+        raw, &import, source, registry, register,
+    ));
     let (contract, found) = crate::contract::resolved::resolve_expressions(raw, source);
     diagnostics.extend(found);
     let resolved = Resolved {
@@ -110,6 +115,42 @@ fn claim_name(
     if register {
         registry.kernels.insert(kernel.value.clone(), here);
     }
+    None
+}
+
+/// One implementation is documented by one contract: two contracts resolving to the same kernel
+/// (under different names) would contradict each other unnoticed.
+fn claim_implementation(
+    raw: &RawContract,
+    import: &Import,
+    source: &Arc<SourceFile>,
+    registry: &mut BookRegistry,
+    register: bool,
+) -> Option<Diagnostic> {
+    if !register {
+        return None; // examples that must fail may reuse a kernel
+    }
+    let implementation = import.entry_points.iter().find_map(|e| e.kernel)?.kernel;
+    if let Some((contract, at)) = registry.implementations.get(implementation) {
+        return Some(
+            Diagnostic::error(
+                Code::DuplicateKernel,
+                source,
+                raw.kernel.span.clone(),
+                format!("the kernel `{implementation}` is already documented by the contract `{contract}`"),
+            )
+            .with_note(format!("that contract is at {at}"))
+            .with_help("document each kernel in one contract"),
+        );
+    }
+    let at = format!(
+        "{}:{}",
+        source.path,
+        source.line_col(raw.kernel.span.start).line
+    );
+    registry
+        .implementations
+        .insert(implementation.to_owned(), (raw.kernel.value.clone(), at));
     None
 }
 

@@ -160,8 +160,12 @@ fn indentation_tab(text: &str) -> Option<usize> {
 
 fn convert_error(text: &str, error: &serde_saphyr::Error) -> YamlError {
     let inner = error.without_snippet();
-    let message = inner.to_string();
-    let kind = if message.contains("budget") {
+    let raw = inner.to_string();
+    let message = reword(&strip_location_suffix(&raw));
+    // A breach can come wrapped (with the alias that led to it); its message names it.
+    let breached =
+        matches!(inner, serde_saphyr::Error::Budget { .. }) || raw.contains("budget breached");
+    let kind = if breached {
         YamlErrorKind::Budget
     } else {
         YamlErrorKind::Syntax
@@ -171,14 +175,37 @@ fn convert_error(text: &str, error: &serde_saphyr::Error) -> YamlError {
         .map_or(0, |location| location_offset(text, location));
     YamlError {
         kind,
-        message: strip_location_suffix(&message),
+        message,
         offset,
+    }
+}
+
+/// Rewords the parser's messages that speak to its API rather than to an author.
+fn reword(message: &str) -> String {
+    if let Some(breach) = message.strip_prefix("budget breached: ") {
+        return format!("the YAML block exceeds a resource budget ({breach})");
+    }
+    match message.strip_prefix("duplicate mapping key") {
+        Some(rest) => {
+            let key = rest
+                .trim_start_matches(':')
+                .split(", set DuplicateKeyPolicy")
+                .next()
+                .unwrap_or("")
+                .trim();
+            if key.is_empty() {
+                "a key is written twice in the same mapping".to_owned()
+            } else {
+                format!("`{key}` is written twice in the same mapping")
+            }
+        }
+        None => message.to_owned(),
     }
 }
 
 /// Drops a trailing " at line L, column C" that serde-saphyr appends: we show our own.
 fn strip_location_suffix(message: &str) -> String {
-    match message.rfind(" at line ") {
+    match message.find(" at line ") {
         Some(index) => message[..index].to_owned(),
         None => message.to_owned(),
     }

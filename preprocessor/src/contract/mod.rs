@@ -30,9 +30,11 @@ pub fn read_block<T>(
                 YamlErrorKind::Budget => Code::YamlBudget,
             };
             let at = to_file(error.offset);
-            let mut diagnostic = Diagnostic::error(code, source, at..at, error.message)
+            let mut diagnostic = Diagnostic::error(code, source, at..at, error.message.clone())
                 .with_label("the YAML parser stopped here");
-            diagnostic.help.push(yaml_help(code, yaml_text));
+            diagnostic
+                .help
+                .push(yaml_help(code, yaml_text, &error.message));
             return (None, vec![diagnostic]);
         }
     };
@@ -45,12 +47,17 @@ pub fn read_block<T>(
     (value, reader.errors)
 }
 
-fn yaml_help(code: Code, yaml_text: &str) -> String {
+fn yaml_help(code: Code, yaml_text: &str, message: &str) -> String {
     let flat = !yaml_text.lines().any(|line| line.starts_with(' '));
     let has_sections = yaml_text.lines().any(|line| line.trim_end().ends_with(':'));
     match code {
         Code::YamlBudget => "contracts are small: remove aliases, nesting or bulk".to_owned(),
+        _ if message_is_duplicate(message) => "each field appears once in a mapping: remove or rename the repeated one".to_owned(),
         _ if flat && has_sections => "this block has no indentation at all: the fields of nested sections (`accept:`, `inputs:` items, `op_params:`, …) must be indented under them".to_owned(),
         _ => "check indentation (spaces only), `key: value` spacing and closing quotes or brackets".to_owned(),
     }
+}
+
+fn message_is_duplicate(message: &str) -> bool {
+    message.contains("written twice")
 }

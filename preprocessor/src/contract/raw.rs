@@ -380,12 +380,29 @@ fn read_input(reader: &mut Reader<'_>, node: &Node) -> Option<RawInput> {
         dtypes,
         dtypes_span,
         layout: reader.optional(&fields, "layout", read_layout),
-        rank: reader.optional(&fields, "rank", |r, n| r.unsigned(n, "rank")),
+        rank: reader.optional(&fields, "rank", read_rank),
         shape_constraint: reader.optional(&fields, "shape_constraint", |r, n| {
             r.expression(n, "shape_constraint")
         }),
         optional: reader.optional(&fields, "optional", |r, n| r.boolean(n, "optional")),
     })
+}
+
+fn read_rank(reader: &mut Reader<'_>, node: &Node) -> Option<Located<u64>> {
+    let rank = reader.unsigned(node, "rank")?;
+    let max = super::resolved::MAX_RANK as u64;
+    if rank.value > max {
+        reader
+            .error_at(
+                Code::InvalidValue,
+                node,
+                format!("rank {} is above the format's limit of {max}", rank.value),
+            )
+            .help
+            .push(format!("operands of the FKC format have rank 0 to {max}"));
+        return None;
+    }
+    Some(rank)
 }
 
 fn read_dtypes(reader: &mut Reader<'_>, node: &Node) -> Vec<Located<DType>> {

@@ -49,6 +49,9 @@ pub struct ResolvedOutput {
     pub shape: Option<ShapeRule>,
 }
 
+/// The highest operand rank the format accepts (the gate draws every dimension of it).
+pub const MAX_RANK: usize = 8;
+
 /// Named predicates the language offers, defined in the language itself. A predicate is in
 /// scope when its definition type-checks against the contract's names.
 pub const PREDICATES: &[(&str, &str)] = &[("depthwise", "groups == x.dim[1]")];
@@ -139,7 +142,7 @@ fn base_scope(raw: &RawContract) -> Scope {
             .as_ref()
             .and_then(|r| usize::try_from(r.value).ok())
         {
-            Some(rank) if rank <= 64 => Type::operand(rank),
+            Some(rank) if rank <= MAX_RANK => Type::operand(rank),
             _ => Type::Any,
         };
         scope.insert(input.name.value.clone(), ty);
@@ -277,7 +280,25 @@ impl Resolver<'_> {
             return self.typed(constraint, Type::Bool, "a shape constraint");
         };
         let rhs = self.parse_at(constraint, SAME_AS.len())?;
-        let rank = input.rank.as_ref().map_or(0, |r| r.value);
+        let Some(rank) = input.rank.as_ref().map(|r| r.value) else {
+            let span = self.value_span(constraint, 0, "same_as".len());
+            let diagnostic = Diagnostic::error(
+                Code::AmbiguousSameAs,
+                self.source,
+                span,
+                format!(
+                    "`same_as=` on `{}` needs the operand's rank",
+                    input.name.value
+                ),
+            )
+            .with_label("this input declares no rank")
+            .with_help(format!(
+                "declare `rank: 1` for `{}` (`same_as=` is defined on rank-1 operands)",
+                input.name.value
+            ));
+            self.diagnostics.push(diagnostic);
+            return None;
+        };
         if rank != 1 {
             self.ambiguous_same_as(input, constraint, rest, rank);
             return None;

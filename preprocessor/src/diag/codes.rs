@@ -113,6 +113,8 @@ codes! {
         "Each input's layout flags are tested with real views of the same values: strided, with a start offset, with reversed strides and through a stride-0 broadcast. A `rejected` layout must be refused with an error; an `accepted` one must give the contiguous result bit for bit. With `awkward_layout_strategy: requires_contiguous`, the planner's Contiguize kernel makes each view contiguous, and the kernel's result must then be bitwise the contiguous one.";
     FastPathUnreachable = "FKC0411", "a fast path is never taken",
         "Every `caps.fast_paths[].when` must evaluate on the contract's samples and hold for at least one admitted sample; a fast path nothing in the contract's domain can take is dead documentation.";
+    EmptyDomain = "FKC0412", "no sample satisfies the contract",
+        "The gate draws small samples (dims 1 to 6, op-params 0 to 4) and keeps those the contract admits. When none is admitted, nothing can be verified; a green page would then mean nothing, so this is an error. Check that the shape rule and the constraints together admit small inputs.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",
         "To run a kernel, the gate passes each contract input as the kernel operand of the same name. The inputs must be exactly the entry point's operands, with the same ranks.";
 }

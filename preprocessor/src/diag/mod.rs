@@ -135,35 +135,14 @@ pub fn has_errors(diagnostics: &[Diagnostic]) -> bool {
     diagnostics.iter().any(Diagnostic::is_error)
 }
 
-/// "Did you mean …?" for a misspelt name: the closest candidate within a small edit distance.
+/// "Did you mean …?" for a misspelt name: the closest candidate within a small edit distance
+/// (the expression language's suggestion rule, so every diagnostic suggests alike).
 pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).max(1);
-    candidates
-        .into_iter()
-        .map(|candidate| (edit_distance(name, candidate), candidate))
-        .filter(|&(distance, _)| distance <= limit)
-        .min_by_key(|&(distance, _)| distance)
-        .map(|(_, candidate)| candidate)
-}
-
-/// Levenshtein distance over characters (names are short; this is O(n·m)).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            let deletion = previous[j + 1] + 1;
-            let insertion = current[j] + 1;
-            current.push(substitution.min(deletion).min(insertion));
-        }
-        previous = current;
-    }
-    previous.last().copied().unwrap_or(0)
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    crate::expr::suggest(name, &candidates)
 }
 
 #[cfg(test)]

@@ -162,15 +162,24 @@ pub(crate) fn unknown_help<'a>(
     }
 }
 
+/// Names longer than this get no suggestion (a typo of a real name is short; this bounds the
+/// quadratic distance computation on hostile input).
+const MAX_SUGGESTED_LEN: usize = 64;
+
 /// The candidate closest to `name`, if it is close enough to be a plausible typo.
 pub(crate) fn did_you_mean<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let length = name.chars().count();
+    if length > MAX_SUGGESTED_LEN {
+        return None;
+    }
     let lower = name.to_ascii_lowercase();
     if let Some(same) = candidates.iter().find(|c| c.to_ascii_lowercase() == lower) {
         return Some(same);
     }
-    let limit = (name.chars().count().max(3) / 3).max(1);
+    let limit = (length.max(3) / 3).max(1);
     candidates
         .iter()
+        .filter(|c| c.chars().count().abs_diff(length) <= limit)
         .map(|c| (osa_distance(name, c), *c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, c)| (*d, *c))

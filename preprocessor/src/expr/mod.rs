@@ -90,6 +90,11 @@ mod value;
 pub use ast::{Arg, BinOp, Expr, ExprKind, UnOp};
 pub use check::{FunctionSig, Scope, check};
 pub use error::{ExprError, ExprErrorKind};
+
+/// The closest of `candidates` to a misspelt `name`, if it is a plausible typo.
+pub fn suggest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    error::did_you_mean(name, candidates)
+}
 pub use eval::{Bindings, NativeFn, divisible, eval, floor_div, floor_mod};
 pub use lexer::MAX_TOKENS;
 pub use parser::{MAX_DEPTH, MAX_HEIGHT, MAX_SOURCE_LEN, parse};

@@ -97,6 +97,10 @@ pub fn verify(
         return (gate.evidence, gate.diagnostics);
     }
     let (admitted, breaking) = gate.draw(first_dtype, options);
+    if admitted.is_empty() {
+        gate.empty_domain(options);
+        return (gate.evidence, gate.diagnostics);
+    }
     gate.evidence.rows.push((
         "domain".to_owned(),
         format!(
@@ -258,6 +262,29 @@ impl Gate<'_> {
         (admitted, breaking)
     }
 
+    /// No drawn sample satisfies the contract: nothing could be verified, which is an error.
+    fn empty_domain(&mut self, options: VerifyOptions) {
+        let span = self
+            .raw
+            .outputs
+            .first()
+            .and_then(|o| o.shape_rule.as_ref().map(|r| r.span.clone()))
+            .unwrap_or_else(|| self.raw.kernel.span.clone());
+        let diagnostic = self.error(
+            Code::EmptyDomain,
+            span,
+            "no sample satisfies this contract, so the gate could verify nothing".to_owned(),
+        );
+        diagnostic.notes.push(format!(
+            "samples draw every dim from 1 to 6 and every op-param from 0 to 4 (seed {:#x}); none had every constraint true and every output dimension defined and at least 1",
+            options.seed
+        ));
+        diagnostic.help.push(
+            "check the shape rule and the constraints: together they must admit small inputs"
+                .to_owned(),
+        );
+    }
+
     /// Every admitted sample runs, with the rules holding on the result; false on a failure.
     fn admitted(
         &mut self,
@@ -289,7 +316,21 @@ impl Gate<'_> {
                     self.under_constrained(kernel, dtype, sample);
                     return false;
                 }
-                Outcome::Skipped(_) => continue,
+                Outcome::Skipped(reason) => {
+                    let span = self.raw.kernel.span.clone();
+                    let diagnostic = self.error(
+                        Code::OperandsMismatch,
+                        span,
+                        format!(
+                            "the gate cannot call `{}` with this contract's parameters: {reason}",
+                            kernel.symbol
+                        ),
+                    );
+                    diagnostic.help.push(
+                        "declare exactly the entry point's operands and parameters".to_owned(),
+                    );
+                    return false;
+                }
                 Outcome::Accepted {
                     outputs,
                     values,
@@ -393,6 +434,19 @@ impl Gate<'_> {
         let max_relative = authored(precision.map(|p| &p.max_relative));
         let gamma = oracle::gamma(reference.terms + 1, oracle::unit_roundoff(dtype));
         let slack = (reference.terms as f64 + 2.0) * oracle::smallest_subnormal(dtype);
+        if actual.len() != reference.values.len() {
+            self.wrong_value(
+                kernel,
+                dtype,
+                sample,
+                actual.len(),
+                f64::NAN,
+                f64::NAN,
+                0.0,
+                true,
+            );
+            return None;
+        }
         let mut worst: f64 = 0.0;
         for (index, (&got, &want)) in actual.iter().zip(&reference.values).enumerate() {
             let error = (got - want).abs();
@@ -403,8 +457,9 @@ impl Gate<'_> {
                 gamma * magnitude + slack
             };
             let within_bound = error <= bound || (got.is_nan() && want.is_nan());
-            let within_authored = max_absolute.is_none_or(|a| error <= a)
-                && max_relative.is_none_or(|r| error <= r * want.abs());
+            // Authored tolerances combine as `allclose` does: `|error| <= atol + rtol * |exact|`.
+            let within_authored = (max_absolute.is_none() && max_relative.is_none())
+                || error <= max_absolute.unwrap_or(0.0) + max_relative.unwrap_or(0.0) * want.abs();
             if !(within_bound && within_authored) {
                 self.wrong_value(kernel, dtype, sample, index, got, want, bound, exact);
                 return None;
@@ -551,8 +606,29 @@ impl Gate<'_> {
         predicted: &[Vec<i64>],
         outputs: &[(Vec<usize>, DType, usize)],
     ) -> bool {
+        if outputs.len() != self.raw.outputs.len() {
+            let span = self
+                .raw
+                .outputs
+                .first()
+                .map_or(self.raw.kernel.span.clone(), |o| o.span.clone());
+            let diagnostic = self.error(
+                Code::ShapeRuleViolated,
+                span,
+                format!(
+                    "`{}` returned {} outputs, but the contract declares {}",
+                    kernel.symbol,
+                    outputs.len(),
+                    self.raw.outputs.len()
+                ),
+            );
+            diagnostic.help.push(
+                "declare one entry of `return.outputs` per output the kernel returns".to_owned(),
+            );
+            return false;
+        }
         for (index, output) in self.raw.outputs.iter().enumerate() {
-            let Some((shape, out_dtype, bytes)) = outputs.get(index) else {
+            let Some((shape, out_dtype, _)) = outputs.get(index) else {
                 continue;
             };
             let expected = predicted.get(index).cloned().unwrap_or_default();
@@ -607,14 +683,12 @@ impl Gate<'_> {
                 .push("correct the dtype rule".to_owned());
                 return false;
             }
-            if !self.cost_holds(sample, dtype, predicted, *bytes, kernel) {
-                return false;
-            }
         }
-        true
+        let allocated = outputs.iter().map(|(_, _, bytes)| bytes).sum();
+        self.cost_holds(sample, dtype, predicted, allocated, kernel)
     }
 
-    /// Every cost formula evaluates to a non-negative number; host_bytes is the output's size.
+    /// Every cost formula evaluates to a non-negative number; host_bytes is the outputs' size.
     fn cost_holds(
         &mut self,
         sample: &Sample,

@@ -172,3 +172,45 @@ fn links_directives_in_author_text_are_neutralised() {
         "the links preprocessor would expand this"
     );
 }
+
+#[test]
+fn one_kernel_is_documented_by_one_contract() {
+    let text = format!(
+        "{FRONT}# Twice\n\n```fkc\n{}```\n\n```fkc\n{}```\n",
+        pool("ok", "kernel_size > 0"),
+        pool("ok", "kernel_size > 0").replace("kernel: k\n", "kernel: k_again\n")
+    );
+    let renderer = Renderer::new(None).unwrap();
+    let report = BookChecker::new(&renderer)
+        .chapter("book/twice.md", &text)
+        .unwrap();
+    let (code, line, _) = only_error(&report);
+    assert_eq!(code, "FKC0307");
+    assert_eq!(
+        line,
+        text.lines().position(|l| l == "kernel: k_again").unwrap() + 1
+    );
+}
+
+#[test]
+fn an_entry_point_of_another_dtype_is_refused() {
+    let body = pool("ok", "kernel_size > 0").replace(
+        "entry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"",
+        "entry_point: { F32: fuel_reference_backend::ops::max_pool2d_f64, F64: fuel_reference_backend::ops::max_pool2d_f64, BF16: fuel_reference_backend::ops::max_pool2d_bf16, F16: fuel_reference_backend::ops::max_pool2d_f16 }",
+    );
+    let (_, report) = chapter(&body);
+    assert_eq!(only_error(&report).0, "FKC0304");
+}
+
+#[test]
+fn duplicate_keys_are_named_without_parser_jargon() {
+    let (_, report) = chapter("kernel: a\nblurb: x\nkernel: b\n");
+    let error = report.diagnostics.iter().find(|d| d.is_error()).unwrap();
+    assert_eq!(error.code.as_str(), "FKC0101");
+    assert!(
+        error.message.contains("`kernel` is written twice"),
+        "{}",
+        error.message
+    );
+    assert!(!error.message.contains("DuplicateKeyPolicy"));
+}
