@@ -51,6 +51,8 @@ impl std::fmt::Debug for Origin<'_> {
 pub struct Reader<'a> {
     origin: Origin<'a>,
     comments: Comments,
+    /// Byte offsets where each line of the YAML block starts.
+    line_starts: Vec<usize>,
     /// Sections whose fields were found flattened to the parent level (reported once).
     flattened: Vec<String>,
     pub errors: Vec<Diagnostic>,
@@ -89,9 +91,13 @@ impl<'n> Fields<'n> {
 impl<'a> Reader<'a> {
     pub fn new(origin: Origin<'a>) -> Self {
         let comments = Comments::scan(origin.yaml);
+        let line_starts = std::iter::once(0)
+            .chain(origin.yaml.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
         Reader {
             origin,
             comments,
+            line_starts,
             flattened: Vec::new(),
             errors: Vec::new(),
         }
@@ -115,10 +121,9 @@ impl<'a> Reader<'a> {
 
     fn comment_at(&self, offset: usize) -> Option<String> {
         let line = self
-            .origin
-            .yaml
-            .get(..offset.min(self.origin.yaml.len()))
-            .map_or(0, |prefix| prefix.matches('\n').count());
+            .line_starts
+            .partition_point(|&start| start <= offset)
+            .saturating_sub(1);
         self.comments.on_line(line).map(str::to_owned)
     }
 

@@ -2,26 +2,7 @@
 //! the backend (the format reference gives the same formulas): output shapes from operand dims
 //! and op-param values, with checked arithmetic; `None` when undefined.
 
-use super::sample::{Param, Sample};
-
-fn pair(sample: &Sample, name: &str, default: i64) -> Option<(i64, i64)> {
-    match sample.param(name) {
-        None => Some((default, default)),
-        Some(Param::Ints(values)) => match values.as_slice() {
-            [a, b] => Some((*a, *b)),
-            _ => None,
-        },
-        Some(Param::Int(_)) => None,
-    }
-}
-
-fn int(sample: &Sample, name: &str, default: i64) -> Option<i64> {
-    match sample.param(name) {
-        None => Some(default),
-        Some(Param::Int(v)) => Some(*v),
-        Some(Param::Ints(_)) => None,
-    }
-}
+use super::sample::Sample;
 
 fn dims4(sample: &Sample, name: &str) -> Option<[i64; 4]> {
     sample.dims(name)?.try_into().ok()
@@ -44,9 +25,9 @@ fn conv_size(size: i64, k: i64, stride: i64, pad: i64, dil: i64) -> Option<i64> 
 pub fn conv2d(sample: &Sample) -> Option<Vec<i64>> {
     let [n, _, h, w] = dims4(sample, "x")?;
     let [cout, _, kh, kw] = dims4(sample, "weight")?;
-    let (sh, sw) = pair(sample, "stride", 1)?;
-    let (ph, pw) = pair(sample, "padding", 0)?;
-    let (dh, dw) = pair(sample, "dilation", 1)?;
+    let (sh, sw) = sample.pair_or("stride", 1)?;
+    let (ph, pw) = sample.pair_or("padding", 0)?;
+    let (dh, dw) = sample.pair_or("dilation", 1)?;
     Some(vec![
         n,
         cout,
@@ -76,11 +57,11 @@ fn transposed_size(
 pub fn conv_transpose2d(sample: &Sample) -> Option<Vec<i64>> {
     let [n, _, h, w] = dims4(sample, "x")?;
     let [_, cout_per_group, kh, kw] = dims4(sample, "weight")?;
-    let groups = int(sample, "groups", 1)?;
-    let (sh, sw) = pair(sample, "stride", 1)?;
-    let (ph, pw) = pair(sample, "padding", 0)?;
-    let (oh, ow) = pair(sample, "output_padding", 0)?;
-    let (dh, dw) = pair(sample, "dilation", 1)?;
+    let groups = sample.int_or("groups", 1)?;
+    let (sh, sw) = sample.pair_or("stride", 1)?;
+    let (ph, pw) = sample.pair_or("padding", 0)?;
+    let (oh, ow) = sample.pair_or("output_padding", 0)?;
+    let (dh, dw) = sample.pair_or("dilation", 1)?;
     Some(vec![
         n,
         cout_per_group.checked_mul(groups)?,
@@ -91,6 +72,7 @@ pub fn conv_transpose2d(sample: &Sample) -> Option<Vec<i64>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sample::Param;
     use super::*;
 
     fn sample(x: [i64; 4], w: [i64; 4], params: &[(&str, Param)]) -> Sample {

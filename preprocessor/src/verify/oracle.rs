@@ -4,7 +4,7 @@
 //! result in dtype `T` can be held to Higham's bound for recursive summation,
 //! `|out − exact| ≤ γ_K · Σ|w·x|` with `γ_K = K·u / (1 − K·u)` (as TOSA's verifier does).
 
-use super::sample::{Param, Sample};
+use super::sample::Sample;
 use fuel_reference_backend::DType;
 
 /// The oracle's answer for one output tensor.
@@ -76,27 +76,20 @@ pub fn gamma(terms: usize, u: f64) -> f64 {
 }
 
 fn int(sample: &Sample, name: &str, default: usize) -> usize {
-    match sample.param(name) {
-        Some(Param::Int(v)) => usize::try_from(*v).unwrap_or(default),
-        _ => default,
-    }
+    let fallback = i64::try_from(default).unwrap_or(0);
+    sample
+        .int_or(name, fallback)
+        .and_then(|v| usize::try_from(v).ok())
+        .unwrap_or(default)
 }
 
 fn pair(sample: &Sample, name: &str, default: usize) -> (usize, usize) {
-    match sample.param(name) {
-        Some(Param::Ints(v)) => match v.as_slice() {
-            [a, b] => (
-                usize::try_from(*a).unwrap_or(default),
-                usize::try_from(*b).unwrap_or(default),
-            ),
-            _ => (default, default),
-        },
-        Some(Param::Int(v)) => {
-            let v = usize::try_from(*v).unwrap_or(default);
-            (v, v)
-        }
-        None => (default, default),
-    }
+    let fallback = i64::try_from(default).unwrap_or(0);
+    let (a, b) = sample
+        .pair_or(name, fallback)
+        .unwrap_or((fallback, fallback));
+    let unsigned = |v: i64| usize::try_from(v).unwrap_or(default);
+    (unsigned(a), unsigned(b))
 }
 
 /// Whether this oracle knows a kernel.

@@ -95,6 +95,28 @@ impl Sample {
             .map(|(_, dims, _)| dims.as_slice())
     }
 
+    /// A pair-valued parameter (a scalar stands for both axes); `default` for both when absent,
+    /// `None` when the value has another shape.
+    pub fn pair_or(&self, name: &str, default: i64) -> Option<(i64, i64)> {
+        match self.param(name) {
+            None => Some((default, default)),
+            Some(Param::Int(v)) => Some((*v, *v)),
+            Some(Param::Ints(v)) => match v.as_slice() {
+                [a, b] => Some((*a, *b)),
+                _ => None,
+            },
+        }
+    }
+
+    /// An integer parameter; `default` when absent, `None` when it is not an integer.
+    pub fn int_or(&self, name: &str, default: i64) -> Option<i64> {
+        match self.param(name) {
+            None => Some(default),
+            Some(Param::Int(v)) => Some(*v),
+            Some(Param::Ints(_)) => None,
+        }
+    }
+
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|(n, _)| n == name).map(|(_, p)| p)
     }

@@ -102,7 +102,10 @@ fn grid(name: &str, dims: &[usize], values: &[f64]) -> Grid {
     };
     let label = match dims.len() {
         0..=2 => format!("{name} {dims:?}"),
-        _ => format!("{name}[0, 0] of {dims:?}"),
+        rank => {
+            let leading = vec!["0"; rank - 2].join(", ");
+            format!("{name}[{leading}] of {dims:?}")
+        }
     };
     Grid {
         label,
@@ -120,15 +123,8 @@ fn receptive_field(
     rows: usize,
     cols: usize,
 ) -> Option<(usize, usize, usize, usize)> {
-    use super::sample::Param;
-    let pair = |name: &str, default: i64| match sample.param(name) {
-        Some(Param::Ints(v)) => (
-            v.first().copied().unwrap_or(default),
-            v.get(1).copied().unwrap_or(default),
-        ),
-        Some(Param::Int(v)) => (*v, *v),
-        None => (default, default),
-    };
+    let pair =
+        |name: &str, default: i64| sample.pair_or(name, default).unwrap_or((default, default));
     let (k_rows, k_cols, pad, dil) = match kernel {
         "conv2d" | "conv2d_simple" => {
             let weight = sample
