@@ -372,6 +372,28 @@ fn splice(content: &str, replacements: &[(Range<usize>, String)]) -> String {
         if html.is_empty() {
             continue;
         }
+        // A fence inside a block quote or a list item starts after its container's prefix
+        // (`> `, indentation): every line of the HTML carries the same prefix, so the HTML
+        // stays inside the container.
+        let line_start = content
+            .get(..range.start)
+            .and_then(|before| before.rfind('\n'))
+            .map_or(0, |i| i + 1);
+        let prefix = content.get(line_start..range.start).unwrap_or("");
+        let contained =
+            !prefix.is_empty() && prefix.chars().all(|c| c == '>' || c == ' ' || c == '\t');
+        if contained {
+            for (index, line) in html.lines().enumerate() {
+                if index > 0 {
+                    out.push_str(prefix);
+                }
+                out.push_str(line);
+                out.push('\n');
+            }
+            out.push_str(prefix.trim_end());
+            out.push('\n');
+            continue;
+        }
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }

@@ -214,3 +214,30 @@ fn duplicate_keys_are_named_without_parser_jargon() {
     );
     assert!(!error.message.contains("DuplicateKeyPolicy"));
 }
+
+#[test]
+fn a_contract_in_a_block_quote_stays_inside_it() {
+    let body = pool("ok", "kernel_size > 0");
+    let quoted: String = format!("```fkc\n{body}```")
+        .lines()
+        .map(|line| format!("> {line}\n"))
+        .collect();
+    let text = format!("{FRONT}# Quoted\n\n{quoted}\nAfter.\n");
+    let renderer = Renderer::new(None).unwrap();
+    let report = BookChecker::new(&renderer)
+        .chapter("book/q.md", &text)
+        .unwrap();
+    assert!(report.diagnostics.iter().all(|d| !d.is_error()));
+    let html = report.content.unwrap();
+    // The contract's rows (the provider card above the quote is not quoted).
+    let rows: Vec<&str> = html
+        .lines()
+        .skip_while(|l| !l.contains("fkc-contract"))
+        .filter(|l| l.contains("<tr>"))
+        .collect();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().all(|l| l.starts_with("> ")),
+        "an HTML line left the quote"
+    );
+}
