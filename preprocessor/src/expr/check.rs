@@ -286,8 +286,8 @@ fn check_sig(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-    use super::super::fixtures::{SEED, bindings};
-    use super::super::{UnOp, parse};
+    use super::super::fixtures::{SEED, bindings, deep_negation};
+    use super::super::parse;
     use super::*;
 
     fn conv2d_scope() -> Scope {
@@ -550,16 +550,7 @@ mod tests {
 
     #[test]
     fn hand_built_deep_trees_are_refused_not_overflowed() {
-        let mut e = parse("1").unwrap();
-        for _ in 0..(MAX_HEIGHT + 10) {
-            e = Expr::new(
-                ExprKind::Unary {
-                    op: UnOp::Neg,
-                    operand: Box::new(e),
-                },
-                Span::new(0, 1),
-            );
-        }
+        let e = deep_negation(MAX_HEIGHT + 10);
         let errors = check(&e, &Scope::new()).unwrap_err();
         assert_eq!(errors[0].kind, ExprErrorKind::Budget);
     }

@@ -365,7 +365,7 @@ fn binary(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-    use super::super::fixtures::{Expect, SEED, bindings, from_params_expected};
+    use super::super::fixtures::{Expect, SEED, bindings, deep_negation, from_params_expected};
     use super::super::parse;
     use super::*;
 
@@ -617,16 +617,7 @@ mod tests {
 
     #[test]
     fn hand_built_deep_trees_are_refused_not_overflowed() {
-        let mut e = parse("1").unwrap();
-        for _ in 0..(MAX_HEIGHT + 10) {
-            e = Expr::new(
-                ExprKind::Unary {
-                    op: UnOp::Neg,
-                    operand: Box::new(e),
-                },
-                Span::new(0, 1),
-            );
-        }
+        let e = deep_negation(MAX_HEIGHT + 10);
         assert_eq!(
             eval(&e, &Bindings::new()).unwrap_err().kind,
             ExprErrorKind::Budget

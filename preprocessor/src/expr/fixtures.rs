@@ -11,7 +11,7 @@
 //!   dtype_bytes 2 (bf16).
 //! - max_pool2d: x [1, 2, 6, 6], kernel_size 2, stride 2 → out [1, 2, 3, 3]; dtype_bytes 4.
 
-use super::{Bindings, Value};
+use super::{Bindings, Expr, ExprKind, Span, UnOp, Value};
 
 /// What a seed expression should evaluate to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,4 +279,19 @@ fn operands(b: &mut Bindings, list: &[(&str, &[i64])]) {
     for (name, dims) in list {
         b.insert(*name, Value::operand(dims));
     }
+}
+
+/// `-(-(…(1)…))` built by hand `height` deep, past what the parser would accept.
+pub(crate) fn deep_negation(height: usize) -> Expr {
+    let mut e = Expr::new(ExprKind::Int(1), Span::new(0, 1));
+    for _ in 0..height {
+        e = Expr::new(
+            ExprKind::Unary {
+                op: UnOp::Neg,
+                operand: Box::new(e),
+            },
+            Span::new(0, 1),
+        );
+    }
+    e
 }
