@@ -7,10 +7,10 @@
 //! guessing from field names. [`ParamValues`] is the name → value form used by the link
 //! registry and by `OpParams::from_values` / `to_values`.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::error::{KernelError, KernelErrorKind};
+pub use fkc_provider::registry::{FieldDesc, ParamKind, ParamValue, ParamValues, VariantDesc};
 
 /// An op the executor can route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,7 +28,7 @@ impl OpKind {
     pub const ALL: [OpKind; 3] = [OpKind::Conv2D, OpKind::ConvTranspose2D, OpKind::Contiguize];
 
     /// The carrier spelling: `"Conv2D"`, `"ConvTranspose2D"`, `"Contiguize"`.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             OpKind::Conv2D => "Conv2D",
             OpKind::ConvTranspose2D => "ConvTranspose2D",
@@ -98,106 +98,6 @@ pub enum OpParams {
     },
     /// No parameters: the output has the operand's shape.
     Contiguize,
-}
-
-/// The kind of a parameter field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ParamKind {
-    /// `usize`
-    Usize,
-    /// `(usize, usize)`
-    UsizePair,
-    /// `[usize; 4]`
-    UsizeArray4,
-}
-
-impl ParamKind {
-    /// The Rust spelling: `"usize"`, `"(usize, usize)"`, `"[usize; 4]"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ParamKind::Usize => "usize",
-            ParamKind::UsizePair => "(usize, usize)",
-            ParamKind::UsizeArray4 => "[usize; 4]",
-        }
-    }
-
-    /// Parses a Rust spelling, ignoring whitespace (`"(usize,usize)"` is a pair).
-    pub fn parse(s: &str) -> Option<ParamKind> {
-        let squashed: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        [
-            ParamKind::Usize,
-            ParamKind::UsizePair,
-            ParamKind::UsizeArray4,
-        ]
-        .into_iter()
-        .find(|k| k.as_str().replace(' ', "") == squashed)
-    }
-}
-
-impl fmt::Display for ParamKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One parameter value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ParamValue {
-    /// A `usize`.
-    Usize(usize),
-    /// A `(usize, usize)`.
-    Pair(usize, usize),
-    /// A `[usize; 4]`.
-    Array4([usize; 4]),
-}
-
-impl ParamValue {
-    /// The value's kind.
-    pub fn kind(&self) -> ParamKind {
-        match self {
-            ParamValue::Usize(_) => ParamKind::Usize,
-            ParamValue::Pair(..) => ParamKind::UsizePair,
-            ParamValue::Array4(_) => ParamKind::UsizeArray4,
-        }
-    }
-}
-
-impl fmt::Display for ParamValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParamValue::Usize(v) => write!(f, "{v}"),
-            ParamValue::Pair(a, b) => write!(f, "({a}, {b})"),
-            ParamValue::Array4(a) => write!(f, "{a:?}"),
-        }
-    }
-}
-
-/// Parameter values by field name.
-pub type ParamValues = BTreeMap<String, ParamValue>;
-
-/// Description of one parameter field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FieldDesc {
-    /// Field name, e.g. `"stride"`.
-    pub name: &'static str,
-    /// Field kind.
-    pub kind: ParamKind,
-    /// The operand (`"x"`, `"weight"`) or output (`"out"`) whose full shape this field
-    /// carries, if any. Such fields may be omitted when calling an entry point.
-    pub shape_of: Option<&'static str>,
-    /// One-line meaning.
-    pub doc: &'static str,
-}
-
-/// Description of one `OpParams` variant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct VariantDesc {
-    /// Variant name, e.g. `"Conv2D"`.
-    pub variant: &'static str,
-    /// The op kind this variant parameterises.
-    pub op_kind: Option<OpKind>,
-    /// Its fields, in declaration order.
-    pub fields: &'static [FieldDesc],
 }
 
 const fn field(name: &'static str, kind: ParamKind, doc: &'static str) -> FieldDesc {
@@ -271,17 +171,17 @@ pub const CONV_TRANSPOSE2D_FIELDS: &[FieldDesc] = &[
 pub const OP_PARAMS_VARIANTS: &[VariantDesc] = &[
     VariantDesc {
         variant: "Conv2D",
-        op_kind: Some(OpKind::Conv2D),
+        op_kind: Some(OpKind::Conv2D.name()),
         fields: CONV2D_FIELDS,
     },
     VariantDesc {
         variant: "ConvTranspose2D",
-        op_kind: Some(OpKind::ConvTranspose2D),
+        op_kind: Some(OpKind::ConvTranspose2D.name()),
         fields: CONV_TRANSPOSE2D_FIELDS,
     },
     VariantDesc {
         variant: "Contiguize",
-        op_kind: Some(OpKind::Contiguize),
+        op_kind: Some(OpKind::Contiguize.name()),
         fields: &[],
     },
 ];
@@ -464,7 +364,7 @@ mod tests {
     fn names_round_trip() {
         for k in OpKind::ALL {
             assert_eq!(OpKind::from_name(k.name()), Some(k));
-            assert_eq!(variant(k.name()).unwrap().op_kind, Some(k));
+            assert_eq!(variant(k.name()).unwrap().op_kind, Some(k.name()));
         }
         assert_eq!(OpKind::from_name("Conv2dSimple"), None);
         assert!(variant("MaxPool2D").is_none());

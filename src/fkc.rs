@@ -9,61 +9,47 @@
 //! `shape_of` may be omitted and are then filled from the operands and the computed output.
 
 use crate::dispatch::{
-    CONV_TRANSPOSE2D_FIELDS, CONV2D_FIELDS, FieldDesc, OpKind, ParamKind, ParamValues,
+    CONV_TRANSPOSE2D_FIELDS, CONV2D_FIELDS, FieldDesc, OP_PARAMS_VARIANTS, OpKind, OpParams,
+    ParamKind, ParamValues,
 };
 use crate::dtype::DType;
-use crate::error::ExecError;
+use crate::error::{ExecError, Rejection};
 use crate::tensor::AnyTensor;
 use crate::view::Operand;
+pub use fkc_provider::registry::{EntryFn, KernelRef, OperandDesc, Registry};
 
 /// The path of [`ENTRY_POINTS`], as a contract's front matter names it.
 pub const REGISTRY_PATH: &str = "fuel_reference_backend::fkc::ENTRY_POINTS";
 
-/// One operand of a kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OperandDesc {
-    /// Name, as contracts spell it (`"x"`, `"weight"`, `"bias"`, `"kernel"`).
-    pub name: &'static str,
-    /// Required rank. For `contiguize` (`any_rank`), the rank of the conv operands it serves.
-    pub rank: usize,
-    /// May be passed as `None`.
-    pub optional: bool,
-    /// Accepts any rank (only `contiguize`'s input).
-    pub any_rank: bool,
-}
-
-const fn operand(name: &'static str, rank: usize) -> OperandDesc {
-    OperandDesc {
-        name,
-        rank,
-        optional: false,
-        any_rank: false,
-    }
-}
-
 /// `conv2d` operands: `x [N, Cin, H, W]`, `weight [Cout, Cin/groups, Kh, Kw]`, optional `bias [Cout]`.
 pub const CONV2D_INPUTS: &[OperandDesc] = &[
-    operand("x", 4),
-    operand("weight", 4),
+    OperandDesc::required("x", 4),
+    OperandDesc::required("weight", 4),
     OperandDesc {
         optional: true,
-        ..operand("bias", 1)
+        ..OperandDesc::required("bias", 1)
     },
 ];
 
 /// `conv_transpose2d` operands: `x [N, Cin, H, W]`, `weight [Cin, Cout/groups, Kh, Kw]`.
-pub const CONV_TRANSPOSE2D_INPUTS: &[OperandDesc] = &[operand("x", 4), operand("weight", 4)];
+pub const CONV_TRANSPOSE2D_INPUTS: &[OperandDesc] = &[
+    OperandDesc::required("x", 4),
+    OperandDesc::required("weight", 4),
+];
 
 /// `conv2d_simple` operands: `x [N, Cin, H, W]`, `kernel [Cout, Cin, Kh, Kw]`.
-pub const CONV2D_SIMPLE_INPUTS: &[OperandDesc] = &[operand("x", 4), operand("kernel", 4)];
+pub const CONV2D_SIMPLE_INPUTS: &[OperandDesc] = &[
+    OperandDesc::required("x", 4),
+    OperandDesc::required("kernel", 4),
+];
 
 /// `max_pool2d` operand: `x [N, C, H, W]`.
-pub const MAX_POOL2D_INPUTS: &[OperandDesc] = &[operand("x", 4)];
+pub const MAX_POOL2D_INPUTS: &[OperandDesc] = &[OperandDesc::required("x", 4)];
 
 /// `contiguize` operand: `x`, any rank, any layout.
 pub const CONTIGUIZE_INPUTS: &[OperandDesc] = &[OperandDesc {
     any_rank: true,
-    ..operand("x", 4)
+    ..OperandDesc::required("x", 4)
 }];
 
 /// `conv2d_simple` parameters.
@@ -98,41 +84,6 @@ pub const MAX_POOL2D_FIELDS: &[FieldDesc] = &[
     },
 ];
 
-/// The signature every entry point shares.
-pub type EntryFn = fn(&[Option<Operand>], &ParamValues) -> Result<Vec<AnyTensor>, ExecError>;
-
-/// A resolved entry point.
-#[derive(Clone, Copy, Debug)]
-pub struct KernelRef {
-    /// Full symbol, e.g. `"fuel_reference_backend::ops::conv2d_f32"`.
-    pub symbol: &'static str,
-    /// Kernel name, e.g. `"conv2d"`.
-    pub kernel: &'static str,
-    /// The one dtype this symbol runs.
-    pub dtype: DType,
-    /// The dispatch carrier, `None` for describe-only kernels.
-    pub op_kind: Option<OpKind>,
-    /// Operands in call order.
-    pub inputs: &'static [OperandDesc],
-    /// Output names (`["out"]`).
-    pub outputs: &'static [&'static str],
-    /// Parameter fields (for op-kind kernels, the `OpParams` variant's fields).
-    pub params: &'static [FieldDesc],
-    /// The function to call.
-    pub call: EntryFn,
-}
-
-impl KernelRef {
-    /// Calls the entry point.
-    pub fn run(
-        &self,
-        operands: &[Option<Operand>],
-        params: &ParamValues,
-    ) -> Result<Vec<AnyTensor>, ExecError> {
-        (self.call)(operands, params)
-    }
-}
-
 const OUT: &[&str] = &["out"];
 
 /// One `KernelRef` for the `ops` function `$function`, whose name is the symbol's last segment.
@@ -146,14 +97,16 @@ macro_rules! kernel_ref {
             inputs: $inputs,
             outputs: OUT,
             params: $params,
-            call: crate::ops::$function,
+            call: |operands, params| {
+                crate::ops::$function(operands, params).map_err(Rejection::from)
+            },
         }
     };
 }
 
-const CONV2D: Option<OpKind> = Some(OpKind::Conv2D);
-const CONV_T: Option<OpKind> = Some(OpKind::ConvTranspose2D);
-const CONTIG: Option<OpKind> = Some(OpKind::Contiguize);
+const CONV2D: Option<&str> = Some(OpKind::Conv2D.name());
+const CONV_T: Option<&str> = Some(OpKind::ConvTranspose2D.name());
+const CONTIG: Option<&str> = Some(OpKind::Contiguize.name());
 
 /// Every wired entry point. A kernel has a symbol for exactly the dtypes it runs:
 /// `conv2d` and `conv_transpose2d` F32/F64 (what the executor admits); `conv2d_simple`,
@@ -178,9 +131,40 @@ pub static ENTRY_POINTS: &[KernelRef] = &[
     kernel_ref!("contiguize", contiguize_f16, F16, CONTIG, CONTIGUIZE_INPUTS, &[]),
 ];
 
+/// The reference backend as a provider: its link registry with its op kinds, carriers and
+/// executor. mdbook-fkc runs it in process; `cargo run --bin fkc-provider` serves it over the
+/// provider protocol.
+pub static REGISTRY: Registry = Registry {
+    name: "fuel-reference-backend",
+    path: REGISTRY_PATH,
+    crate_name: "fuel_reference_backend",
+    revision: env!("CARGO_PKG_VERSION"),
+    op_kinds: &[
+        OpKind::Conv2D.name(),
+        OpKind::ConvTranspose2D.name(),
+        OpKind::Contiguize.name(),
+    ],
+    variants: OP_PARAMS_VARIANTS,
+    entry_points: ENTRY_POINTS,
+    executor: Some(execute_by_name),
+};
+
+/// The executor behind the protocol's `execute`: the op kind and carrier by name.
+fn execute_by_name(
+    op_kind: &str,
+    values: &ParamValues,
+    operands: &[Option<Operand>],
+) -> Result<Vec<AnyTensor>, Rejection> {
+    let op = OpKind::from_name(op_kind).ok_or_else(|| ExecError::UnknownOp {
+        name: op_kind.to_owned(),
+    })?;
+    let params = OpParams::from_values(op.name(), values).map_err(ExecError::from)?;
+    Ok(crate::exec::execute(op, &params, operands)?)
+}
+
 /// The entry point with this exact symbol.
 pub fn entry_point(symbol: &str) -> Option<&'static KernelRef> {
-    ENTRY_POINTS.iter().find(|k| k.symbol == symbol)
+    REGISTRY.entry_point(symbol)
 }
 
 /// The entry point of `kernel` in `dtype`, if that dtype is supported.
@@ -206,7 +190,10 @@ mod tests {
             assert_eq!(entry_point(k.symbol).map(|e| e.symbol), Some(k.symbol));
             assert!(ENTRY_POINTS[..i].iter().all(|o| o.symbol != k.symbol));
             if let Some(op) = k.op_kind {
-                assert_eq!(op.kernel_name(), k.kernel);
+                assert_eq!(
+                    OpKind::from_name(op).map(OpKind::kernel_name),
+                    Some(k.kernel)
+                );
             }
         }
         assert!(entry_point("fuel_reference_backend::ops::conv2d_bf16").is_none());

@@ -32,6 +32,8 @@ pub use dispatch::{
 pub use dtype::DType;
 pub use error::{ExecError, KernelError, KernelErrorKind, TensorError};
 pub use exec::execute;
-pub use fkc::{ENTRY_POINTS, KernelRef, OperandDesc, REGISTRY_PATH, entry_point};
+pub use fkc::{
+    ENTRY_POINTS, KernelRef, OperandDesc, REGISTRY, REGISTRY_PATH, Registry, entry_point,
+};
 pub use tensor::{AnyTensor, Element, RefTensor};
 pub use view::{LayoutFlags, Operand};

@@ -4,7 +4,9 @@
 
 use crate::diag::did_you_mean;
 use crate::verify::VerifyOptions;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// What a failing contract does to the build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,15 +28,45 @@ pub struct Options {
     pub template_dir: Option<PathBuf>,
     /// How much the behavioural gate samples (`samples`, `seed`).
     pub verify: VerifyOptions,
+    /// `[preprocessor.fkc.provider.NAME]` tables: provider commands by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
 }
 
-const OWN_KEYS: &[&str] = &["on-failure", "template-dir", "samples", "seed"];
+/// How to start one provider (`[preprocessor.fkc.provider.NAME]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// The command, run through the shell in `dir`.
+    pub command: String,
+    /// Where the command runs: the book's root (set by the caller; `.` until then).
+    pub dir: PathBuf,
+    /// The time limit of one call (`call-timeout-ms`, default 10 s).
+    pub call_timeout: Duration,
+    /// The time limit of the start and handshake (`start-timeout-ms`, default 10 min, enough
+    /// for a `cargo run` that compiles the provider first).
+    pub start_timeout: Duration,
+}
+
+/// The default time limit of one call.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default time limit of a provider's start.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(600);
+
+const OWN_KEYS: &[&str] = &["on-failure", "template-dir", "samples", "seed", "provider"];
+const PROVIDER_KEYS: &[&str] = &["command", "call-timeout-ms", "start-timeout-ms"];
 
 /// The most samples a book may ask for per contract (bounded build time).
 pub const MAX_SAMPLES: u64 = 1000;
 const MDBOOK_KEYS: &[&str] = &["command", "before", "after", "renderers", "optional"];
 
 impl Options {
+    /// Runs every provider command in `root` (the book's root directory).
+    pub fn with_root(mut self, root: &std::path::Path) -> Self {
+        for provider in self.providers.values_mut() {
+            provider.dir = root.to_path_buf();
+        }
+        self
+    }
+
     /// Reads the table (`None` when book.toml has no `[preprocessor.fkc]`).
     pub fn from_table(table: Option<&serde_json::Value>) -> Result<Self, String> {
         let mut options = Options::default();
@@ -67,12 +99,71 @@ impl Options {
                         "`preprocessor.fkc.seed` must be a non-negative integer, found {value}"
                     ))?;
                 }
+                "provider" => options.providers = providers(value)?,
                 key if MDBOOK_KEYS.contains(&key) => {}
                 unknown => return Err(unknown_key(unknown)),
             }
         }
         Ok(options)
     }
+}
+
+fn providers(value: &serde_json::Value) -> Result<BTreeMap<String, ProviderConfig>, String> {
+    let tables = value.as_object().ok_or(
+        "`preprocessor.fkc.provider` must hold tables: `[preprocessor.fkc.provider.NAME]`",
+    )?;
+    tables
+        .iter()
+        .map(|(name, table)| Ok((name.clone(), provider(name, table)?)))
+        .collect()
+}
+
+fn provider(name: &str, table: &serde_json::Value) -> Result<ProviderConfig, String> {
+    let at = format!("preprocessor.fkc.provider.{name}");
+    let entries = table
+        .as_object()
+        .ok_or(format!("`{at}` must be a table with a `command`"))?;
+    let mut config = ProviderConfig {
+        command: String::new(),
+        dir: PathBuf::from("."),
+        call_timeout: DEFAULT_CALL_TIMEOUT,
+        start_timeout: DEFAULT_START_TIMEOUT,
+    };
+    let millis = |key: &str, value: &serde_json::Value| {
+        value
+            .as_u64()
+            .filter(|ms| (1..=3_600_000).contains(ms))
+            .map(Duration::from_millis)
+            .ok_or(format!(
+                "`{at}.{key}` must be a number of milliseconds from 1 to 3600000, found {value}"
+            ))
+    };
+    for (key, value) in entries {
+        match key.as_str() {
+            "command" => {
+                config.command = value
+                    .as_str()
+                    .filter(|c| !c.trim().is_empty())
+                    .ok_or(format!("`{at}.command` must be a non-empty string"))?
+                    .to_owned();
+            }
+            "call-timeout-ms" => config.call_timeout = millis(key, value)?,
+            "start-timeout-ms" => config.start_timeout = millis(key, value)?,
+            unknown => {
+                let hint = did_you_mean(unknown, PROVIDER_KEYS.iter().copied()).map_or_else(
+                    || format!("the keys are: {}", PROVIDER_KEYS.join(", ")),
+                    |s| format!("did you mean `{s}`?"),
+                );
+                return Err(format!("unknown option `{at}.{unknown}`; {hint}"));
+            }
+        }
+    }
+    if config.command.is_empty() {
+        return Err(format!(
+            "`{at}` needs a `command`, for example `cargo run -q --release -p my-backend --bin fkc-provider`"
+        ));
+    }
+    Ok(config)
 }
 
 fn on_failure(value: &serde_json::Value) -> Result<OnFailure, String> {
@@ -129,5 +220,26 @@ mod tests {
         let error = Options::from_table(Some(&json!({"samples": 0}))).unwrap_err();
         assert!(error.contains("from 1 to 1000"), "{error}");
         assert!(Options::from_table(Some(&json!({"seed": -1}))).is_err());
+    }
+
+    #[test]
+    fn reads_provider_tables() {
+        let table =
+            json!({"provider": {"demo": {"command": "demo-provider", "call-timeout-ms": 250}}});
+        let options = Options::from_table(Some(&table))
+            .unwrap()
+            .with_root(std::path::Path::new("/book"));
+        let demo = &options.providers["demo"];
+        assert_eq!(demo.command, "demo-provider");
+        assert_eq!(demo.call_timeout, Duration::from_millis(250));
+        assert_eq!(demo.start_timeout, DEFAULT_START_TIMEOUT);
+        assert_eq!(demo.dir, PathBuf::from("/book"));
+        let error = Options::from_table(Some(&json!({"provider": {"demo": {}}}))).unwrap_err();
+        assert!(error.contains("needs a `command`"), "{error}");
+        let error =
+            Options::from_table(Some(&json!({"provider": {"demo": {"comand": "x"}}}))).unwrap_err();
+        assert!(error.contains("did you mean `command`"), "{error}");
+        let table = json!({"provider": {"demo": {"command": "x", "call-timeout-ms": 0}}});
+        assert!(Options::from_table(Some(&table)).is_err());
     }
 }

@@ -5,117 +5,138 @@
 //! describe-only: its fields are checked against the kernel's own parameter description and the
 //! importer's refusal to register it is shown as a note.
 
-use crate::contract::front_matter::{FrontMatter, Provider};
+use crate::contract::front_matter::{FrontMatter, Provider as ProviderSpec};
 use crate::contract::raw::{EntryPointSpec, RawContract, RawParamField};
 use crate::contract::schema::Located;
 use crate::diag::{Code, Diagnostic, did_you_mean};
+use crate::providers::{Provider, Providers, StartError};
 use crate::source::SourceFile;
-use fuel_reference_backend::DType;
-use fuel_reference_backend::dispatch::{self, FieldDesc, OpKind, ParamKind, VariantDesc};
-use fuel_reference_backend::fkc::{self, KernelRef};
+use fkc_provider::{DType, EntryPointInfo, FieldInfo, ParamKind, VariantInfo};
 use std::sync::Arc;
-
-/// A link registry this preprocessor is linked against.
-#[derive(Debug)]
-pub struct LinkRegistry {
-    /// The path a front matter names it by.
-    pub path: &'static str,
-    /// The crate its symbols live in.
-    pub crate_name: &'static str,
-    pub entry_points: &'static [KernelRef],
-    pub variants: &'static [VariantDesc],
-}
-
-/// Every link registry known to this build.
-pub static LINK_REGISTRIES: &[LinkRegistry] = &[LinkRegistry {
-    path: fkc::REGISTRY_PATH,
-    crate_name: "fuel_reference_backend",
-    entry_points: fkc::ENTRY_POINTS,
-    variants: dispatch::OP_PARAMS_VARIANTS,
-}];
-
-impl LinkRegistry {
-    /// Finds a registry by the path a front matter gives.
-    pub fn find(path: &str) -> Option<&'static LinkRegistry> {
-        LINK_REGISTRIES
-            .iter()
-            .find(|registry| registry.path == path)
-    }
-
-    fn entry_point(&self, symbol: &str) -> Option<&'static KernelRef> {
-        self.entry_points
-            .iter()
-            .find(|entry| entry.symbol == symbol)
-    }
-
-    fn variant(&self, name: &str) -> Option<&'static VariantDesc> {
-        self.variants.iter().find(|variant| variant.variant == name)
-    }
-}
 
 /// One entry point as the importer resolved it.
 #[derive(Debug, Clone)]
 pub struct ResolvedEntryPoint {
     pub dtype: DType,
     pub symbol: String,
-    pub kernel: Option<&'static KernelRef>,
+    pub kernel: Option<EntryPointInfo>,
 }
 
 /// What the importer found.
 #[derive(Debug, Clone, Default)]
 pub struct Import {
     pub registrable: bool,
-    pub op_kind: Option<OpKind>,
-    pub variant: Option<&'static VariantDesc>,
+    pub op_kind: Option<String>,
+    pub variant: Option<VariantInfo>,
     pub entry_points: Vec<ResolvedEntryPoint>,
 }
 
-/// Checks the provider once per chapter: its registry must be known.
-pub fn check_provider(source: &Arc<SourceFile>, front: &FrontMatter) -> Vec<Diagnostic> {
-    let Some(registry) = front
-        .provider
-        .as_ref()
-        .and_then(|p| p.link_registry.as_ref())
-    else {
-        return Vec::new();
+/// Finds the chapter's provider among the book's (starting it on first use): a configured one
+/// by `provider.name`, or the built-in one by its registry. Every way this can fail is a
+/// diagnostic located in the front matter.
+pub fn check_provider(
+    source: &Arc<SourceFile>,
+    front: &FrontMatter,
+    providers: &mut Providers,
+) -> (Option<Arc<Provider>>, Vec<Diagnostic>) {
+    let Some(spec) = front.provider.as_ref() else {
+        return (None, Vec::new());
     };
-    if LinkRegistry::find(&registry.value).is_some() {
-        return Vec::new();
+    let Some(registry) = spec.link_registry.as_ref() else {
+        return (None, Vec::new());
+    };
+    let name = spec.name.as_ref().map(|n| n.value.as_str());
+    let span = spec
+        .name
+        .as_ref()
+        .map_or(registry.span.clone(), |n| n.span.clone());
+    match providers.find(name, &registry.value) {
+        None => (None, vec![unknown_registry(source, registry, providers)]),
+        Some(Err(error)) => (None, vec![start_failure(source, span, &error)]),
+        Some(Ok(provider)) if provider.hello().registry != registry.value => {
+            let served = provider.hello().registry.clone();
+            let diagnostic = Diagnostic::error(
+                Code::ProviderRegistryMismatch,
+                source,
+                registry.span.clone(),
+                format!(
+                    "provider `{}` serves the registry `{served}`, not `{}`",
+                    provider.hello().provider,
+                    registry.value
+                ),
+            )
+            .with_label("not the registry the provider serves")
+            .with_help(format!(
+                "write `link_registry: {served}`, or point the provider's command at the crate that exports `{}`",
+                registry.value
+            ));
+            (None, vec![diagnostic])
+        }
+        Some(Ok(provider)) => (Some(provider), Vec::new()),
     }
-    let known: Vec<&str> = LINK_REGISTRIES.iter().map(|r| r.path).collect();
+}
+
+fn unknown_registry(
+    source: &Arc<SourceFile>,
+    registry: &Located<String>,
+    providers: &Providers,
+) -> Diagnostic {
+    let builtin = providers.builtin().hello().registry.clone();
+    let configured: Vec<&str> = providers.configured_names().collect();
     let mut diagnostic = Diagnostic::error(
         Code::UnknownRegistry,
         source,
         registry.span.clone(),
         format!(
-            "link registry `{}` is not linked into mdbook-fkc",
+            "link registry `{}` is neither built in nor served by a configured provider",
             registry.value
         ),
     )
     .with_label("unknown link registry");
+    if let Some(close) = did_you_mean(&registry.value, [builtin.as_str()]) {
+        diagnostic.help.push(format!("did you mean `{close}`?"));
+    } else {
+        diagnostic.help.push(format!(
+            "add `[preprocessor.fkc.provider.NAME]` with `command = \"…\"` to book.toml and write `provider.name: NAME` (configured: {}; built in: `{builtin}`)",
+            if configured.is_empty() { "none".to_owned() } else { configured.join(", ") }
+        ));
+    }
     diagnostic
-        .help
-        .push(match did_you_mean(&registry.value, known.iter().copied()) {
-            Some(path) => format!("did you mean `{path}`?"),
-            None => format!("known registries: {}", known.join(", ")),
-        });
-    vec![diagnostic]
+}
+
+fn start_failure(
+    source: &Arc<SourceFile>,
+    span: std::ops::Range<usize>,
+    error: &StartError,
+) -> Diagnostic {
+    let (code, help) = match error {
+        StartError::Version { .. } => (
+            Code::ProviderProtocol,
+            "rebuild the provider against the fkc-provider version this mdbook-fkc uses",
+        ),
+        StartError::Spawn { .. } | StartError::NoHandshake { .. } => (
+            Code::ProviderStart,
+            "run the command by hand in the book's directory: its `main` must be `fkc_provider::serve(&REGISTRY)`, and nothing else may print on stdout",
+        ),
+    };
+    Diagnostic::error(code, source, span, error.to_string())
+        .with_label("this chapter's provider")
+        .with_help(help)
 }
 
 /// Imports one contract.
 pub fn import(
     contract: &RawContract,
+    spec: Option<&ProviderSpec>,
     provider: Option<&Provider>,
     source: &Arc<SourceFile>,
 ) -> (Import, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let registrable = contract.registrable.as_ref().is_none_or(|r| r.value);
-    if let Some(provider) = provider {
-        diagnostics.extend(provider_agreement(contract, provider, source));
+    if let Some(spec) = spec {
+        diagnostics.extend(provider_agreement(contract, spec, source));
     }
-    let registry = provider
-        .and_then(|p| p.link_registry.as_ref())
-        .and_then(|path| LinkRegistry::find(&path.value));
+    let registry = provider;
     let mut import = Import {
         registrable,
         ..Import::default()
@@ -125,15 +146,13 @@ pub fn import(
     };
     import.entry_points = entry_points(contract, registry, source, &mut diagnostics);
     let carrier = carrier(contract, registry, source);
-    import.op_kind = carrier.op_kind;
-    import.variant = carrier.variant;
     if registrable {
-        diagnostics.extend(carrier.problems);
-        if let Some(variant) = carrier.variant {
+        diagnostics.extend(carrier.problems.iter().cloned());
+        if let Some(variant) = &carrier.variant {
             diagnostics.extend(compare_fields(
                 contract,
-                variant.fields,
-                variant.variant,
+                &variant.fields,
+                &variant.variant,
                 source,
             ));
         }
@@ -142,23 +161,25 @@ pub fn import(
         let kernel_params = import
             .entry_points
             .iter()
-            .find_map(|e| e.kernel)
-            .map(|k| k.params);
+            .find_map(|e| e.kernel.as_ref())
+            .map(|k| k.params.clone());
         if let Some(params) = kernel_params {
             diagnostics.extend(compare_fields(
                 contract,
-                params,
+                &params,
                 "the kernel's parameters",
                 source,
             ));
         }
     }
+    import.op_kind = carrier.op_kind;
+    import.variant = carrier.variant;
     (import, diagnostics)
 }
 
 fn provider_agreement(
     contract: &RawContract,
-    provider: &Provider,
+    provider: &ProviderSpec,
     source: &Arc<SourceFile>,
 ) -> Vec<Diagnostic> {
     let pairs = [
@@ -218,7 +239,7 @@ pub fn symbol_for(template: &str, dtype: DType) -> Option<String> {
 
 fn entry_points(
     contract: &RawContract,
-    registry: &LinkRegistry,
+    registry: &Provider,
     source: &Arc<SourceFile>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<ResolvedEntryPoint> {
@@ -238,26 +259,24 @@ fn entry_points(
             diagnostics.push(underivable_symbol(spec, dtype, source));
             continue;
         };
-        if !symbol.starts_with(&format!("{}::", registry.crate_name)) {
+        let crate_name = &registry.hello().crate_name;
+        if !symbol.starts_with(&format!("{crate_name}::")) {
             diagnostics.push(
                 Diagnostic::error(
                     Code::ProviderMismatch,
                     source,
                     spec.span.clone(),
-                    format!(
-                        "entry point `{symbol}` is not in the provider's crate `{}`",
-                        registry.crate_name
-                    ),
+                    format!("entry point `{symbol}` is not in the provider's crate `{crate_name}`"),
                 )
                 .with_help(format!(
                     "name a symbol of `{}` (the provider's link registry)",
-                    registry.path
+                    registry.hello().registry
                 )),
             );
             continue;
         }
-        let kernel = registry.entry_point(&symbol);
-        match kernel {
+        let kernel = registry.description().entry_point(&symbol).cloned();
+        match &kernel {
             None => diagnostics.push(unresolved_symbol(
                 spec, dtype, &symbol, registry, contract, source,
             )),
@@ -276,7 +295,7 @@ fn entry_points(
 fn wrong_dtype(
     spec: &Located<EntryPointSpec>,
     dtype: DType,
-    found: &KernelRef,
+    found: &EntryPointInfo,
     source: &Arc<SourceFile>,
 ) -> Option<Diagnostic> {
     if found.dtype == dtype {
@@ -326,15 +345,15 @@ fn unresolved_symbol(
     spec: &Located<EntryPointSpec>,
     dtype: DType,
     symbol: &str,
-    registry: &LinkRegistry,
+    registry: &Provider,
     contract: &RawContract,
     source: &Arc<SourceFile>,
 ) -> Diagnostic {
-    let shipped: Vec<&str> = registry
-        .entry_points
+    let entry_points = &registry.description().entry_points;
+    let shipped: Vec<&str> = entry_points
         .iter()
         .filter(|entry| entry.kernel == contract.kernel.value)
-        .map(|entry| entry.symbol)
+        .map(|entry| entry.symbol.as_str())
         .collect();
     let mut diagnostic = Diagnostic::error(
         Code::EntryPointUnresolved,
@@ -343,12 +362,12 @@ fn unresolved_symbol(
         format!(
             "entry point `{symbol}` for {} is not in `{}`",
             dtype.name(),
-            registry.path
+            registry.hello().registry
         ),
     )
     .with_label(format!("no symbol for {}", dtype.name()));
     if shipped.is_empty() {
-        let all = registry.entry_points.iter().map(|entry| entry.symbol);
+        let all = entry_points.iter().map(|entry| entry.symbol.as_str());
         if let Some(close) = did_you_mean(symbol, all) {
             diagnostic.help.push(format!("did you mean `{close}`?"));
         }
@@ -367,18 +386,19 @@ fn unresolved_symbol(
 /// The dispatch carrier a contract names, with the problems a registration would hit.
 #[derive(Debug)]
 struct Carrier {
-    op_kind: Option<OpKind>,
-    variant: Option<&'static VariantDesc>,
+    op_kind: Option<String>,
+    variant: Option<VariantInfo>,
     problems: Vec<Diagnostic>,
 }
 
-fn carrier(contract: &RawContract, registry: &LinkRegistry, source: &Arc<SourceFile>) -> Carrier {
+fn carrier(contract: &RawContract, registry: &Provider, source: &Arc<SourceFile>) -> Carrier {
     let mut problems = Vec::new();
+    let kinds = &registry.description().op_kinds;
     let op_kind = match &contract.op_kind {
         Some(name) => {
-            let kind = OpKind::from_name(&name.value);
+            let kind = kinds.iter().find(|k| **k == name.value).cloned();
             if kind.is_none() {
-                problems.push(unknown_op_kind(name, source));
+                problems.push(unknown_op_kind(name, kinds, source));
             }
             kind
         }
@@ -390,7 +410,7 @@ fn carrier(contract: &RawContract, registry: &LinkRegistry, source: &Arc<SourceF
     let variant_name = contract.op_params.as_ref().and_then(|p| p.variant.as_ref());
     let variant = match variant_name {
         Some(name) => {
-            let variant = registry.variant(&name.value);
+            let variant = registry.description().variant(&name.value).cloned();
             if variant.is_none() {
                 problems.push(bad_variant(name, registry, source));
             }
@@ -401,8 +421,8 @@ fn carrier(contract: &RawContract, registry: &LinkRegistry, source: &Arc<SourceF
             None
         }
     };
-    if let (Some(kind), Some(variant), Some(name)) = (op_kind, variant, variant_name)
-        && variant.op_kind != Some(kind)
+    if let (Some(kind), Some(variant), Some(name)) = (&op_kind, &variant, variant_name)
+        && variant.op_kind.as_ref() != Some(kind)
     {
         problems.push(
             Diagnostic::error(
@@ -411,13 +431,11 @@ fn carrier(contract: &RawContract, registry: &LinkRegistry, source: &Arc<SourceF
                 name.span.clone(),
                 format!(
                     "`OpParams::{}` is not the carrier of `OpKind::{}`",
-                    variant.variant,
-                    kind.name()
+                    variant.variant, kind
                 ),
             )
             .with_help(format!(
-                "use the variant of OpKind::{} or change op_kind",
-                kind.name()
+                "use the variant of OpKind::{kind} or change op_kind"
             )),
         );
     }
@@ -428,8 +446,12 @@ fn carrier(contract: &RawContract, registry: &LinkRegistry, source: &Arc<SourceF
     }
 }
 
-fn unknown_op_kind(name: &Located<String>, source: &Arc<SourceFile>) -> Diagnostic {
-    let kinds: Vec<&str> = OpKind::ALL.iter().map(|k| k.name()).collect();
+fn unknown_op_kind(
+    name: &Located<String>,
+    kinds: &[String],
+    source: &Arc<SourceFile>,
+) -> Diagnostic {
+    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
     let mut diagnostic = Diagnostic::error(
         Code::UnknownOpKind,
         source,
@@ -451,10 +473,15 @@ fn unknown_op_kind(name: &Located<String>, source: &Arc<SourceFile>) -> Diagnost
 
 fn bad_variant(
     name: &Located<String>,
-    registry: &LinkRegistry,
+    registry: &Provider,
     source: &Arc<SourceFile>,
 ) -> Diagnostic {
-    let variants: Vec<&str> = registry.variants.iter().map(|v| v.variant).collect();
+    let variants: Vec<&str> = registry
+        .description()
+        .variants
+        .iter()
+        .map(|v| v.variant.as_str())
+        .collect();
     let mut diagnostic = Diagnostic::error(
         Code::BadOpParamsVariant,
         source,
@@ -515,7 +542,7 @@ fn describe_only_note(
 /// The declared op-param fields must equal the real ones, name for name and kind for kind.
 fn compare_fields(
     contract: &RawContract,
-    real: &[FieldDesc],
+    real: &[FieldInfo],
     owner: &str,
     source: &Arc<SourceFile>,
 ) -> Vec<Diagnostic> {
@@ -553,11 +580,11 @@ fn compare_fields(
 
 fn extra_field(
     field: &RawParamField,
-    real: &[FieldDesc],
+    real: &[FieldInfo],
     owner: &str,
     source: &Arc<SourceFile>,
 ) -> Diagnostic {
-    let names: Vec<&str> = real.iter().map(|r| r.name).collect();
+    let names: Vec<&str> = real.iter().map(|r| r.name.as_str()).collect();
     let mut diagnostic = Diagnostic::error(
         Code::OpParamsMismatch,
         source,
@@ -576,7 +603,7 @@ fn extra_field(
 
 fn kind_mismatch(
     field: &RawParamField,
-    desc: &FieldDesc,
+    desc: &FieldInfo,
     owner: &str,
     source: &Arc<SourceFile>,
 ) -> Option<Diagnostic> {

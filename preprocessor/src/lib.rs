@@ -13,6 +13,7 @@ pub mod expr;
 pub mod import;
 pub mod pipeline;
 pub mod preprocessor;
+pub mod providers;
 pub mod render;
 pub mod resolve;
 pub mod revision;

@@ -9,6 +9,7 @@ use crate::contract::raw::{RawContract, read_contract};
 use crate::contract::read_block;
 use crate::diag::text::{self, Style};
 use crate::diag::{Code, Diagnostic, has_errors};
+use crate::providers::{Provider, Providers};
 use crate::render::view::{contract_view, provider_view};
 use crate::render::{RenderError, Renderer};
 use crate::resolve::{self, BookRegistry};
@@ -55,6 +56,7 @@ pub struct BookChecker<'r> {
     renderer: &'r Renderer,
     registry: BookRegistry,
     verify: VerifyOptions,
+    providers: Providers,
 }
 
 /// What one fence turned into.
@@ -70,12 +72,22 @@ impl<'r> BookChecker<'r> {
         Self::with_options(renderer, VerifyOptions::default())
     }
 
-    /// A checker with explicit sampling options.
+    /// A checker with explicit sampling options (and only the built-in provider).
     pub fn with_options(renderer: &'r Renderer, verify: VerifyOptions) -> Self {
+        Self::with_providers(renderer, verify, Providers::default())
+    }
+
+    /// A checker with explicit sampling options and the book's providers.
+    pub fn with_providers(
+        renderer: &'r Renderer,
+        verify: VerifyOptions,
+        providers: Providers,
+    ) -> Self {
         BookChecker {
             renderer,
             registry: BookRegistry::default(),
             verify,
+            providers,
         }
     }
 
@@ -94,6 +106,18 @@ impl<'r> BookChecker<'r> {
         let front = front_block
             .as_ref()
             .and_then(|block| self.front_matter(&source, block, &mut front_diagnostics));
+        let provider = match &front {
+            Some(front) => {
+                let (provider, found) =
+                    crate::import::check_provider(&source, front, &mut self.providers);
+                front_diagnostics.extend(found);
+                front_diagnostics
+                    .iter_mut()
+                    .for_each(Diagnostic::ensure_help);
+                provider
+            }
+            None => None,
+        };
         // Problems of the front matter are the chapter's, except in a diagnostics example whose
         // first fence must fail: that fence claims them, so the index can show these codes too.
         let first_claims = fences
@@ -124,7 +148,8 @@ impl<'r> BookChecker<'r> {
             if front_block.is_none() {
                 context.push(missing_front_matter(&source, fence));
             }
-            let outcome = self.fence(&source, fence, front.as_ref(), context)?;
+            let outcome =
+                self.fence(&source, fence, front.as_ref(), provider.as_deref(), context)?;
             report.diagnostics.extend(outcome.diagnostics);
             report.contracts.extend(outcome.summary);
             replacements.push((fence.block.clone(), outcome.html));
@@ -143,9 +168,6 @@ impl<'r> BookChecker<'r> {
         let start = block.yaml.start;
         let (front, found) = read_block(source, &yaml, &|offset| start + offset, read_front_matter);
         diagnostics.extend(found);
-        if let Some(front) = &front {
-            diagnostics.extend(crate::import::check_provider(source, front));
-        }
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
         front
     }
@@ -155,6 +177,7 @@ impl<'r> BookChecker<'r> {
         source: &Arc<SourceFile>,
         fence: &Fence,
         front: Option<&FrontMatter>,
+        provider: Option<&Provider>,
         inherited: Vec<Diagnostic>,
     ) -> Result<FenceOutcome, RenderError> {
         let mut diagnostics = inherited;
@@ -168,19 +191,26 @@ impl<'r> BookChecker<'r> {
         diagnostics.extend(found);
         let expected = fence.attributes.should_fail.as_deref();
         let mut resolved = raw.as_ref().map(|raw| {
-            let (resolved, found) =
-                resolve::resolve(raw, front, source, &mut self.registry, expected.is_none());
+            let (resolved, found) = resolve::resolve(
+                raw,
+                front,
+                provider,
+                source,
+                &mut self.registry,
+                expected.is_none(),
+            );
             diagnostics.extend(found);
             resolved
         });
         // The behavioural gate runs only on a contract that imported cleanly.
-        if let (Some(raw), Some(resolved)) = (&raw, resolved.as_mut())
+        if let (Some(raw), Some(resolved), Some(provider)) = (&raw, resolved.as_mut(), provider)
             && !has_errors(&diagnostics)
         {
             let (evidence, found) = verify::verify(
                 raw,
                 &resolved.contract,
                 &resolved.import,
+                provider,
                 source,
                 self.verify,
             );

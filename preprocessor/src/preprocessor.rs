@@ -6,6 +6,7 @@ use crate::config::{OnFailure, Options};
 use crate::diag::text::{self, Style};
 use crate::diag::{Diagnostic, has_errors};
 use crate::pipeline::{BookChecker, ContractSummary};
+use crate::providers::Providers;
 use crate::render::Renderer;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::config::Config;
@@ -105,10 +106,13 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let table: Option<serde_json::Value> = config
         .get(&format!("preprocessor.{NAME}"))
         .map_err(|error| Error::msg(format!("cannot read [preprocessor.{NAME}]: {error}")))?;
-    let options = Options::from_table(table.as_ref()).map_err(Error::msg)?;
+    let options = Options::from_table(table.as_ref())
+        .map_err(Error::msg)?
+        .with_root(root);
     let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
-    let mut checker = BookChecker::with_options(&renderer, options.verify);
+    let providers = Providers::new(options.providers.clone());
+    let mut checker = BookChecker::with_providers(&renderer, options.verify, providers);
     let mut outcome = BookOutcome {
         on_failure: options.on_failure,
         ..BookOutcome::default()

@@ -6,6 +6,7 @@ use crate::contract::front_matter::FrontMatter;
 use crate::contract::raw::{RawContract, RevisionHash};
 use crate::diag::{Code, Diagnostic};
 use crate::import::{self, Import};
+use crate::providers::Provider;
 use crate::render::view::{ContractView, EntryPointView, ImportNote};
 use crate::revision::revision_hash;
 use crate::source::SourceFile;
@@ -37,12 +38,13 @@ pub struct Resolved {
 pub fn resolve(
     raw: &RawContract,
     front: Option<&FrontMatter>,
+    kernels: Option<&Provider>,
     source: &Arc<SourceFile>,
     registry: &mut BookRegistry,
     register: bool,
 ) -> (Resolved, Vec<Diagnostic>) {
     let provider = front.and_then(|f| f.provider.as_ref());
-    let (import, mut diagnostics) = import::import(raw, provider, source);
+    let (import, mut diagnostics) = import::import(raw, provider, kernels, source);
     let revision_base = provider
         .and_then(|p| p.revision_base.as_ref())
         .map_or("", |base| base.value.as_str());
@@ -130,7 +132,12 @@ fn claim_implementation(
     if !register {
         return None; // examples that must fail may reuse a kernel
     }
-    let implementation = import.entry_points.iter().find_map(|e| e.kernel)?.kernel;
+    let implementation = import
+        .entry_points
+        .iter()
+        .find_map(|e| e.kernel.as_ref())?
+        .kernel
+        .as_str();
     if let Some((contract, at)) = registry.implementations.get(implementation) {
         return Some(
             Diagnostic::error(

@@ -5,7 +5,7 @@
 use super::schema::{Fields, Located, Nullable, Reader};
 use crate::diag::Code;
 use crate::yaml::{Node, Value};
-use fuel_reference_backend::dtype::DType;
+use fkc_provider::DType;
 use std::ops::Range;
 
 /// How an operand's layout property is treated by the kernel.

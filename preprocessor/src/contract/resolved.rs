@@ -9,7 +9,7 @@ use super::schema::Located;
 use crate::diag::{Code, Diagnostic};
 use crate::expr::{self, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Span, Type};
 use crate::source::SourceFile;
-use fuel_reference_backend::ParamKind;
+use fkc_provider::ParamKind;
 use std::sync::Arc;
 
 /// A parsed, type-checked expression with the text it came from.
@@ -48,6 +48,10 @@ pub struct ResolvedOutput {
     pub dtype_from: Option<String>,
     pub shape: Option<ShapeRule>,
 }
+
+/// The carriers whose shape functions the format defines (`conv2d(params)`,
+/// `conv_transpose2d(params)`), plus `Contiguize`, whose shape is its operand's.
+pub const SHAPE_FUNCTION_CARRIERS: &[&str] = &["Conv2D", "ConvTranspose2D", "Contiguize"];
 
 /// The highest operand rank the format accepts (the gate draws every dimension of it).
 pub const MAX_RANK: usize = 8;
@@ -450,9 +454,9 @@ impl Resolver<'_> {
             .and_then(|p| p.variant.as_ref())
             .map(|v| v.value.as_str());
         let params_arg = matches!(args, [arg] if arg.name.is_none() && matches!(&arg.value.kind, ExprKind::Name(n) if n == "params"));
-        // An unknown registrable variant is the importer's error (FKC0302); do not repeat it.
-        let variant_is_unknown =
-            variant.is_some_and(|v| fuel_reference_backend::dispatch::variant(v).is_none());
+        // A variant the shape-function catalogue does not know is the importer's to judge
+        // against the provider (FKC0302); do not repeat it.
+        let variant_is_unknown = variant.is_some_and(|v| !SHAPE_FUNCTION_CARRIERS.contains(&v));
         let registrable = raw.registrable.as_ref().is_none_or(|r| r.value);
         if params_arg && (variant == Some(wanted) || (variant_is_unknown && registrable)) {
             return Some(shape);

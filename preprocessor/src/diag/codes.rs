@@ -82,7 +82,7 @@ codes! {
     ProviderMismatch = "FKC0305", "the contract disagrees with its provider",
         "A contract's `backend` and `kernel_source` must equal the front matter provider's, and its entry points must live in the provider's crate.";
     UnknownRegistry = "FKC0306", "the provider's link registry is not known",
-        "`provider.link_registry` must name a registry linked into this preprocessor (for this book: `fuel_reference_backend::fkc::ENTRY_POINTS`).";
+        "`provider.link_registry` must name the built-in registry (`fuel_reference_backend::fkc::ENTRY_POINTS`, run in process) or the registry of a provider configured in book.toml: `[preprocessor.fkc.provider.NAME]` with `command = \"cargo run -q --release -p my-backend --bin fkc-provider\"`, matched by the front matter's `provider.name: NAME`.";
     DuplicateKernel = "FKC0307", "a kernel name is used by two contracts",
         "Kernel names are unique across the book: the registry, the inventory and cross-references find a contract by its name.";
     RevisionHashMismatch = "FKC0308", "kernel_revision_hash differs from the computed hash",
@@ -93,6 +93,12 @@ codes! {
         "A `registrable: false` contract is parsed and validated but not registered. The importer's refusal (unknown OpKind or BadOpParamsVariant) is shown beside it; this is a note, not an error.";
     NotRegistrableWithoutCarrier = "FKC0311", "a registrable contract has no dispatch carrier",
         "A contract without `registrable: false` is registrable and needs `op_kind` and `op_params.variant`. Declare them, or mark the contract describe-only.";
+    ProviderStart = "FKC0312", "the provider command cannot start or does not answer",
+        "A configured provider's command is run through the shell in the book's directory; it must answer the protocol's handshake and `describe` on stdout (its `main` is `fkc_provider::serve(&REGISTRY)`). A command that cannot be run, exits, prints something else or does not answer within `start-timeout-ms` is this error, located at the chapter's `provider.name`.";
+    ProviderProtocol = "FKC0313", "the provider speaks another protocol version",
+        "The handshake carries the provider protocol's version. A provider built against another fkc-provider version answers with its own; rebuild it against the version this mdbook-fkc speaks (the format reference specifies the protocol).";
+    ProviderRegistryMismatch = "FKC0314", "the provider serves another registry",
+        "The front matter's `provider.link_registry` must be the registry the named provider serves (its handshake says which). Correct the path, or the provider's command.";
     UnderConstrained = "FKC0401", "the contract admits a sample the kernel rejects",
         "The gate draws deterministic samples from the contract's domain: declared dtypes and ranks, contiguous operands, every constraint true and every output dimension defined. The kernel must accept each one. A rejection means the contract is under-constrained: it promises inputs the kernel refuses. The counterexample is shrunk and printed; add the constraint the kernel enforces.";
     OverPromise = "FKC0402", "a sample breaking a constraint is accepted",
@@ -115,6 +121,12 @@ codes! {
         "Every `caps.fast_paths[].when` must evaluate on the contract's samples and hold for at least one admitted sample; a fast path nothing in the contract's domain can take is dead documentation.";
     EmptyDomain = "FKC0412", "no sample satisfies the contract",
         "The gate draws small samples (dims 1 to 6, op-params 0 to 4) and keeps those the contract admits. When none is admitted, nothing can be verified; a green page would then mean nothing, so this is an error. Check that the shape rule and the constraints together admit small inputs.";
+    KernelCrashed = "FKC0413", "the kernel crashed",
+        "A kernel that panics, aborts, overflows its stack or exits the provider process fails the gate on that sample: a crash is never counted as a rejection. The provider is restarted and the gate goes on; the sample is reported with the provider's last words.";
+    KernelTimedOut = "FKC0414", "the kernel did not return within the time limit",
+        "Every call has a time limit (`call-timeout-ms` of the provider's table in book.toml; 10 s by default). A kernel that does not return in time is killed with its provider process, which is restarted; the sample is reported.";
+    UnverifiedDenied = "FKC0005", "an unverified contract where every contract must be proven",
+        "A fence written ```fkc,unverified is a spec-first contract: parsed and resolved, shown with a \"not verified\" badge, but not run. `mdbook-fkc check --deny unverified` makes each one an error, for CI that wants every contract proven.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",
         "To run a kernel, the gate passes each contract input as the kernel operand of the same name. The inputs must be exactly the entry point's operands, with the same ranks.";
 }

@@ -8,11 +8,9 @@
 use super::run::{operands, params};
 use super::sample::Sample;
 use crate::contract::raw::{LayoutRequirement, RawContract, RawInput};
-use fuel_reference_backend::ops::contiguize_any;
-use fuel_reference_backend::view::{
-    broadcast_view_of, offset_view_of, reversed_view_of, strided_view_of,
-};
-use fuel_reference_backend::{AnyTensor, DType, KernelRef, Operand};
+use crate::providers::{CallOutcome, Kernel};
+use fkc_provider::view::{broadcast_view_of, offset_view_of, reversed_view_of, strided_view_of};
+use fkc_provider::{AnyTensor, DType, Operand, ParamValues};
 
 /// One layout flag of one input that does not hold.
 #[derive(Debug, Clone)]
@@ -40,7 +38,7 @@ const FLAGS: [&str; 4] = [
 /// Runs every layout view of every present input on one admitted sample.
 pub fn check(
     raw: &RawContract,
-    kernel: &KernelRef,
+    kernel: &Kernel<'_>,
     sample: &Sample,
     dtype: DType,
     seed: u64,
@@ -75,10 +73,14 @@ pub fn check(
                 *c = Some(Operand::contiguous(tensor));
                 *v = Some(view.clone());
             }
-            let Ok(expected) = kernel.run(&contiguous, &values) else {
+            let CallOutcome::Outputs(expected) = kernel.run(&contiguous, &values) else {
                 continue;
             };
-            let got = kernel.run(&viewed, &values);
+            let got = match kernel.run(&viewed, &values) {
+                CallOutcome::Outputs(out) => Ok(out),
+                CallOutcome::Rejected(error) => Err(error),
+                CallOutcome::Crashed(crash) => Err(crash.to_string()),
+            };
             let outcome = match (requirement, got) {
                 (Some(LayoutRequirement::Rejected), Ok(_)) => Err(format!(
                     "`{}` accepts a {flag} view of `{}`, but the contract says `{flag}: rejected`",
@@ -106,13 +108,13 @@ pub fn check(
                 if !contiguizes {
                     return Ok(done);
                 }
-                let planned = contiguize_any(&view).map_err(|e| format!("Contiguize failed on a {flag} view of `{}`: {e}", desc.name))?;
+                let planned = contiguize(kernel, &view, dtype).map_err(|e| format!("Contiguize failed on a {flag} view of `{}`: {e}", desc.name))?;
                 let mut operands = base.clone();
                 if let Some(o) = operands.get_mut(slot) {
                     *o = Some(Operand::contiguous(planned));
                 }
                 match kernel.run(&operands, &values) {
-                    Ok(out) if same_bits(&out, &expected) => Ok(if done == "refused" { "refused; contiguized, bitwise the contiguous result" } else { done }),
+                    CallOutcome::Outputs(out) if same_bits(&out, &expected) => Ok(if done == "refused" { "refused; contiguized, bitwise the contiguous result" } else { done }),
                     _ => Err(format!("after Contiguize, a {flag} view of `{}` does not give the contiguous result", desc.name)),
                 }
             });
@@ -130,6 +132,30 @@ pub fn check(
         }
     }
     report
+}
+
+/// The planner's contiguize step: the provider's own `Contiguize` kernel for the dtype when it
+/// has one, otherwise a packed copy made here.
+fn contiguize(kernel: &Kernel<'_>, view: &Operand, dtype: DType) -> Result<AnyTensor, String> {
+    let own = kernel
+        .provider
+        .description()
+        .entry_points
+        .iter()
+        .find(|e| e.op_kind.as_deref() == Some("Contiguize") && e.dtype == dtype);
+    let Some(own) = own else {
+        return view.packed().map_err(|e| e.to_string());
+    };
+    let contiguize = Kernel {
+        info: own,
+        provider: kernel.provider,
+    };
+    match contiguize.run(&[Some(view.clone())], &ParamValues::new()) {
+        CallOutcome::Outputs(mut out) if out.len() == 1 => Ok(out.remove(0)),
+        CallOutcome::Outputs(out) => Err(format!("it returned {} outputs", out.len())),
+        CallOutcome::Rejected(error) => Err(error),
+        CallOutcome::Crashed(crash) => Err(crash.to_string()),
+    }
 }
 
 fn requirement(input: &RawInput, flag: &str) -> Option<LayoutRequirement> {

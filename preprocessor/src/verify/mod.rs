@@ -18,8 +18,9 @@ use crate::contract::raw::{Determinism, RawContract};
 use crate::contract::resolved::Contract;
 use crate::diag::{Code, Diagnostic};
 use crate::import::{Import, symbol_for};
+use crate::providers::{Crash, Kernel, Provider};
 use crate::source::SourceFile;
-use fuel_reference_backend::{DType, KernelRef};
+use fkc_provider::DType;
 use run::{Outcome, call};
 use sample::{Domain, Rng, Sample, Verdict};
 use std::ops::Range;
@@ -70,13 +71,17 @@ pub fn verify(
     raw: &RawContract,
     contract: &Contract,
     import: &Import,
+    provider: &Provider,
     source: &Arc<SourceFile>,
     options: VerifyOptions,
 ) -> (Evidence, Vec<Diagnostic>) {
-    let kernels: Vec<(DType, &'static KernelRef)> = import
+    let kernels: Vec<(DType, Kernel<'_>)> = import
         .entry_points
         .iter()
-        .filter_map(|e| e.kernel.map(|k| (e.dtype, k)))
+        .filter_map(|e| {
+            let info = e.kernel.as_ref()?;
+            Some((e.dtype, Kernel { info, provider }))
+        })
         .collect();
     let Some(&(first_dtype, first_kernel)) = kernels.first() else {
         return (Evidence::default(), Vec::new());
@@ -87,13 +92,19 @@ pub fn verify(
         domain: Domain {
             raw,
             contract,
-            kernel_params: first_kernel.params,
+            kernel_params: &first_kernel.info.params,
         },
         diagnostics: Vec::new(),
         evidence: Evidence::default(),
         seed: options.seed,
+        op_kind: raw
+            .op_kind
+            .as_ref()
+            .map(|k| k.value.clone())
+            .or_else(|| first_kernel.op_kind.clone())
+            .unwrap_or_default(),
     };
-    if !gate.operands_match(first_kernel) {
+    if !gate.operands_match(&first_kernel) {
         return (gate.evidence, gate.diagnostics);
     }
     let (admitted, breaking) = gate.draw(first_dtype, options);
@@ -116,18 +127,18 @@ pub fn verify(
         } else {
             SAMPLES_PER_EXTRA_DTYPE
         };
-        if !gate.admitted(kernel, dtype, &admitted[..take.min(admitted.len())]) {
+        if !gate.admitted(&kernel, dtype, &admitted[..take.min(admitted.len())]) {
             break; // one counterexample is enough; the other dtypes would repeat it
         }
     }
-    gate.breaking(first_kernel, first_dtype, &breaking);
-    gate.layouts(first_kernel, first_dtype, &admitted);
+    gate.breaking(&first_kernel, first_dtype, &breaking);
+    gate.layouts(&first_kernel, first_dtype, &admitted);
     gate.coverage(first_dtype, &admitted);
     if gate.diagnostics.is_empty() {
         let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
-        gate.evidence.worked = worked::example(first_kernel, first_dtype, &samples);
+        gate.evidence.worked = worked::example(&first_kernel, &gate.op_kind, first_dtype, &samples);
     }
-    gate.undeclared_dtypes(import, first_kernel, &admitted);
+    gate.undeclared_dtypes(import, &first_kernel, &admitted);
     (gate.evidence, gate.diagnostics)
 }
 
@@ -149,6 +160,8 @@ struct Gate<'a> {
     diagnostics: Vec<Diagnostic>,
     evidence: Evidence,
     seed: u64,
+    /// The op kind the contract declares (or the kernel's): it picks the value oracle.
+    op_kind: String,
 }
 
 impl Gate<'_> {
@@ -160,9 +173,9 @@ impl Gate<'_> {
     }
 
     /// The contract's inputs must be the kernel's operands (names, ranks, optionality).
-    fn operands_match(&mut self, kernel: &KernelRef) -> bool {
+    fn operands_match(&mut self, kernel: &Kernel<'_>) -> bool {
         let mut ok = true;
-        for desc in kernel.inputs {
+        for desc in &kernel.inputs {
             let input = self.raw.inputs.iter().find(|i| i.name.value == desc.name);
             let problem = match input {
                 None if desc.optional => None,
@@ -288,7 +301,7 @@ impl Gate<'_> {
     /// Every admitted sample runs, with the rules holding on the result; false on a failure.
     fn admitted(
         &mut self,
-        kernel: &KernelRef,
+        kernel: &Kernel<'_>,
         dtype: DType,
         samples: &[(Sample, Vec<Vec<i64>>)],
     ) -> bool {
@@ -314,6 +327,10 @@ impl Gate<'_> {
             match outcome {
                 Outcome::Rejected(_) => {
                     self.under_constrained(kernel, dtype, sample);
+                    return false;
+                }
+                Outcome::Crashed(crash) => {
+                    self.crashed(kernel, dtype, sample, &crash);
                     return false;
                 }
                 Outcome::Skipped(reason) => {
@@ -361,7 +378,7 @@ impl Gate<'_> {
                 }
             }
         }
-        let values = match (oracle::has_reference(kernel.kernel), all_exact) {
+        let values = match (oracle::has_reference(&self.op_kind), all_exact) {
             (false, _) => String::new(),
             (true, true) => ", values exactly equal to an independent oracle's".to_owned(),
             (true, false) => format!(
@@ -405,7 +422,7 @@ impl Gate<'_> {
     /// its bound (`None` after reporting a failure).
     fn values_hold(
         &mut self,
-        kernel: &KernelRef,
+        kernel: &Kernel<'_>,
         dtype: DType,
         sample: &Sample,
         inputs: &[Option<oracle::Input>],
@@ -413,7 +430,7 @@ impl Gate<'_> {
         predicted: &[Vec<i64>],
     ) -> Option<Agreement> {
         let (Some(reference), Some(actual)) = (
-            oracle::reference(kernel.kernel, inputs, sample),
+            oracle::reference(&self.op_kind, inputs, sample),
             values.first(),
         ) else {
             return Some(Agreement {
@@ -482,7 +499,7 @@ impl Gate<'_> {
     /// reporting a failure; `Some(None)` when there is nothing to check.
     fn flops_within_work(
         &mut self,
-        kernel: &KernelRef,
+        kernel: &Kernel<'_>,
         dtype: DType,
         sample: &Sample,
         predicted: &[Vec<i64>],
@@ -531,7 +548,7 @@ impl Gate<'_> {
     #[allow(clippy::too_many_arguments)]
     fn wrong_value(
         &mut self,
-        kernel: &KernelRef,
+        kernel: &Kernel<'_>,
         dtype: DType,
         sample: &Sample,
         index: usize,
@@ -564,7 +581,7 @@ impl Gate<'_> {
             .push("fix the kernel, or state the precision it really has".to_owned());
     }
 
-    fn under_constrained(&mut self, kernel: &KernelRef, dtype: DType, sample: &Sample) {
+    fn under_constrained(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample) {
         let small = shrink::shrink(&self.domain, sample, dtype, |candidate| {
             matches!(
                 call(kernel, &self.domain, candidate, dtype, self.seed, false),
@@ -600,7 +617,7 @@ impl Gate<'_> {
 
     fn rules_hold(
         &mut self,
-        kernel: &KernelRef,
+        kernel: &Kernel<'_>,
         dtype: DType,
         sample: &Sample,
         predicted: &[Vec<i64>],
@@ -695,7 +712,7 @@ impl Gate<'_> {
         dtype: DType,
         predicted: &[Vec<i64>],
         allocated: usize,
-        kernel: &KernelRef,
+        kernel: &Kernel<'_>,
     ) -> bool {
         let mut bindings = self.domain.bindings(sample, dtype);
         self.domain.bind_outputs(&mut bindings, predicted);
@@ -734,7 +751,29 @@ impl Gate<'_> {
         true
     }
 
-    fn nondeterministic(&mut self, kernel: &KernelRef, dtype: DType, sample: &Sample) {
+    /// The kernel crashed or hung on a sample: never a rejection, always a failure.
+    fn crashed(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample, crash: &Crash) {
+        let span = self
+            .raw
+            .entry_point
+            .as_ref()
+            .map_or(self.raw.kernel.span.clone(), |e| e.span.clone());
+        let code = match crash {
+            Crash::TimedOut(_) => Code::KernelTimedOut,
+            Crash::Panicked(_) | Crash::Died(_) => Code::KernelCrashed,
+        };
+        let diagnostic = self.error(code, span, format!("`{}`: {crash}", kernel.symbol));
+        diagnostic.label = Some("this entry point".to_owned());
+        diagnostic
+            .notes
+            .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+        diagnostic.help.push(match crash {
+            Crash::TimedOut(_) => "make the kernel return on this input (or raise `call-timeout-ms` in the provider's table of book.toml if it is only slow)".to_owned(),
+            _ => "a kernel must refuse bad input with an error, never crash: fix the kernel, then rebuild the provider".to_owned(),
+        });
+    }
+
+    fn nondeterministic(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample) {
         let span = self
             .raw
             .determinism
@@ -754,17 +793,22 @@ impl Gate<'_> {
     }
 
     /// Every sample breaking exactly one constraint must be rejected.
-    fn breaking(&mut self, kernel: &KernelRef, dtype: DType, samples: &[(Sample, usize)]) {
+    fn breaking(&mut self, kernel: &Kernel<'_>, dtype: DType, samples: &[(Sample, usize)]) {
         let mut rejected = 0;
         for (index, (sample, constraint)) in samples.iter().enumerate() {
-            if let Outcome::Accepted { .. } = call(
+            let outcome = call(
                 kernel,
                 &self.domain,
                 sample,
                 dtype,
                 self.seed ^ index as u64,
                 false,
-            ) {
+            );
+            if let Outcome::Crashed(crash) = &outcome {
+                self.crashed(kernel, dtype, sample, crash);
+                return;
+            }
+            if let Outcome::Accepted { .. } = outcome {
                 let located = self.constraint_source(*constraint);
                 let diagnostic = self.error(
                     Code::OverPromise,
@@ -892,7 +936,7 @@ impl Gate<'_> {
     }
 
     /// Layout claims hold on real strided, offset, reversed and broadcast views.
-    fn layouts(&mut self, kernel: &KernelRef, dtype: DType, admitted: &[(Sample, Vec<Vec<i64>>)]) {
+    fn layouts(&mut self, kernel: &Kernel<'_>, dtype: DType, admitted: &[(Sample, Vec<Vec<i64>>)]) {
         let Some((sample, _)) = admitted.first() else {
             return;
         };
@@ -952,7 +996,7 @@ impl Gate<'_> {
     fn undeclared_dtypes(
         &mut self,
         import: &Import,
-        first: &KernelRef,
+        first: &Kernel<'_>,
         admitted: &[(Sample, Vec<Vec<i64>>)],
     ) {
         let Some((sample, _)) = admitted.first() else {
@@ -961,13 +1005,17 @@ impl Gate<'_> {
         let declared: Vec<DType> = import.entry_points.iter().map(|e| e.dtype).collect();
         let mut refused = Vec::new();
         for dtype in DType::ALL.into_iter().filter(|d| !declared.contains(d)) {
-            let symbol = symbol_for(first.symbol, dtype);
+            let symbol = symbol_for(&first.symbol, dtype);
             let other = symbol
                 .as_deref()
-                .and_then(fuel_reference_backend::fkc::entry_point);
+                .and_then(|s| first.provider.description().entry_point(s))
+                .map(|info| Kernel {
+                    info,
+                    provider: first.provider,
+                });
             let via_symbol = other.is_some_and(|k| {
                 matches!(
-                    call(k, &self.domain, sample, dtype, self.seed, false),
+                    call(&k, &self.domain, sample, dtype, self.seed, false),
                     Outcome::Accepted { .. }
                 )
             });
@@ -1011,7 +1059,7 @@ impl Gate<'_> {
     }
 }
 
-fn operand_list(kernel: &KernelRef) -> String {
+fn operand_list(kernel: &Kernel<'_>) -> String {
     kernel
         .inputs
         .iter()
@@ -1036,8 +1084,8 @@ mod tests {
     use crate::contract::raw::read_contract;
     use crate::contract::read_block;
     use crate::contract::resolved::resolve_expressions;
+    use fkc_provider::{AnyTensor, KernelRef, Operand, ParamValues, Registry, Rejection};
     use fuel_reference_backend::fkc::{MAX_POOL2D_FIELDS, MAX_POOL2D_INPUTS};
-    use fuel_reference_backend::{AnyTensor, ExecError, Operand, ParamValues};
     use std::sync::atomic::{AtomicU64, Ordering};
 
     const POOL: &str = "kernel: k\nregistrable: false\nbackend: Cpu\nkernel_source: s\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"kernel_size > 0\" }\n    stride: { kind: usize, constraint: \"stride > 0\" }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }\ndeterminism: same_hardware_bitwise\n";
@@ -1046,7 +1094,7 @@ mod tests {
     fn widening(
         operands: &[Option<Operand>],
         params: &ParamValues,
-    ) -> Result<Vec<AnyTensor>, ExecError> {
+    ) -> Result<Vec<AnyTensor>, Rejection> {
         let shape = pooled_shape(operands, params);
         Ok(vec![
             AnyTensor::from_f64(DType::F64, &shape, &vec![0.0; shape.iter().product()]).unwrap(),
@@ -1057,7 +1105,7 @@ mod tests {
     fn flaky(
         operands: &[Option<Operand>],
         params: &ParamValues,
-    ) -> Result<Vec<AnyTensor>, ExecError> {
+    ) -> Result<Vec<AnyTensor>, Rejection> {
         static CALLS: AtomicU64 = AtomicU64::new(0);
         let shape = pooled_shape(operands, params);
         let value = CALLS.fetch_add(1, Ordering::SeqCst) as f64;
@@ -1069,15 +1117,16 @@ mod tests {
     fn pooled_shape(operands: &[Option<Operand>], params: &ParamValues) -> Vec<usize> {
         let x = operands[0].as_ref().unwrap().shape().to_vec();
         let get = |name: &str| match params[name] {
-            fuel_reference_backend::ParamValue::Usize(v) => v,
+            fkc_provider::ParamValue::Usize(v) => v,
             _ => panic!(),
         };
         let (k, s) = (get("kernel_size"), get("stride"));
         vec![x[0], x[1], (x[2] - k) / s + 1, (x[3] - k) / s + 1]
     }
 
-    fn synthetic(call: fuel_reference_backend::fkc::EntryFn) -> KernelRef {
-        KernelRef {
+    /// A provider, in process, serving one pooling-shaped kernel `synthetic::pool_f32`.
+    fn synthetic(call: fkc_provider::EntryFn) -> Provider {
+        let entry_points: &'static [KernelRef] = Box::leak(Box::new([KernelRef {
             symbol: "synthetic::pool_f32",
             kernel: "k",
             dtype: DType::F32,
@@ -1086,10 +1135,22 @@ mod tests {
             outputs: &["out"],
             params: MAX_POOL2D_FIELDS,
             call,
-        }
+        }]));
+        Provider::in_process(Box::leak(Box::new(Registry {
+            name: "synthetic",
+            path: "synthetic::REGISTRY",
+            crate_name: "synthetic",
+            revision: "0",
+            op_kinds: &[],
+            variants: &[],
+            entry_points,
+            executor: None,
+        })))
     }
 
-    fn codes_for(kernel: &KernelRef) -> Vec<Code> {
+    fn codes_for(provider: &Provider, symbol: &str) -> Vec<Code> {
+        let info = provider.description().entry_point(symbol).unwrap();
+        let kernel = Kernel { info, provider };
         let source = Arc::new(SourceFile::new("t.md", POOL));
         let (raw, errors) = read_block(&source, POOL, &|o| o, read_contract);
         assert!(errors.is_empty());
@@ -1102,33 +1163,57 @@ mod tests {
             domain: Domain {
                 raw: &raw,
                 contract: &contract,
-                kernel_params: kernel.params,
+                kernel_params: &kernel.info.params,
             },
             diagnostics: Vec::new(),
             evidence: Evidence::default(),
             seed: 1,
+            op_kind: String::new(),
         };
         let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
         assert!(!admitted.is_empty());
-        gate.admitted(kernel, DType::F32, &admitted);
+        gate.admitted(&kernel, DType::F32, &admitted);
         gate.diagnostics.iter().map(|d| d.code).collect()
     }
 
     #[test]
     fn an_output_of_another_dtype_breaks_the_dtype_rule() {
-        assert_eq!(codes_for(&synthetic(widening)), [Code::DtypeRuleViolated]);
+        let provider = synthetic(widening);
+        assert_eq!(
+            codes_for(&provider, "synthetic::pool_f32"),
+            [Code::DtypeRuleViolated]
+        );
     }
 
     #[test]
     fn differing_repeated_runs_break_determinism() {
-        assert_eq!(codes_for(&synthetic(flaky)), [Code::Nondeterministic]);
+        let provider = synthetic(flaky);
+        assert_eq!(
+            codes_for(&provider, "synthetic::pool_f32"),
+            [Code::Nondeterministic]
+        );
+    }
+
+    /// A pooling-shaped kernel that panics.
+    fn panicking(_: &[Option<Operand>], _: &ParamValues) -> Result<Vec<AnyTensor>, Rejection> {
+        panic!("index out of bounds")
+    }
+
+    #[test]
+    fn a_panic_is_a_crash_not_a_rejection() {
+        let provider = synthetic(panicking);
+        assert_eq!(
+            codes_for(&provider, "synthetic::pool_f32"),
+            [Code::KernelCrashed]
+        );
     }
 
     #[test]
     fn the_real_kernel_passes_the_same_checks() {
-        let real =
-            fuel_reference_backend::fkc::entry_point("fuel_reference_backend::ops::max_pool2d_f32")
-                .unwrap();
-        assert_eq!(codes_for(real), []);
+        let builtin = Provider::builtin();
+        assert_eq!(
+            codes_for(&builtin, "fuel_reference_backend::ops::max_pool2d_f32"),
+            []
+        );
     }
 }

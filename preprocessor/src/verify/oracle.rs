@@ -1,11 +1,13 @@
-//! Independent definitional oracles, one per kernel the reference backend ships, written here
-//! from the textbook definitions (gather form, in f64) and not from the backend's code. Each
+//! Independent definitional oracles, one per op kind (`Conv2D`, `Conv2dSimple`,
+//! `ConvTranspose2D`, `MaxPool2D`, `Contiguize`, `Relu`), written here from the textbook
+//! definitions (gather form, in f64) and not from any backend's code. A contract reaches one
+//! through its `op_kind`, whatever its kernel is called and whoever provides it. Each
 //! gives the exact value of every output element and the magnitude `Σ|w·x|` of its terms, so a
 //! result in dtype `T` can be held to Higham's bound for recursive summation,
 //! `|out − exact| ≤ γ_K · Σ|w·x|` with `γ_K = K·u / (1 − K·u)` (as TOSA's verifier does).
 
 use super::sample::Sample;
-use fuel_reference_backend::DType;
+use fkc_provider::DType;
 
 /// The oracle's answer for one output tensor.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,19 +94,26 @@ fn pair(sample: &Sample, name: &str, default: usize) -> (usize, usize) {
     (unsigned(a), unsigned(b))
 }
 
-/// Whether this oracle knows a kernel.
-pub fn has_reference(kernel: &str) -> bool {
-    matches!(
-        kernel,
-        "conv2d" | "conv2d_simple" | "conv_transpose2d" | "max_pool2d" | "contiguize"
-    )
+/// The op kinds these oracles define.
+pub const OP_KINDS: &[&str] = &[
+    "Conv2D",
+    "Conv2dSimple",
+    "ConvTranspose2D",
+    "MaxPool2D",
+    "Contiguize",
+    "Relu",
+];
+
+/// Whether an oracle defines an op kind.
+pub fn has_reference(op_kind: &str) -> bool {
+    OP_KINDS.contains(&op_kind)
 }
 
-/// The reference for a kernel by name, when this oracle knows it.
-pub fn reference(kernel: &str, inputs: &[Option<Input>], sample: &Sample) -> Option<Reference> {
+/// The reference for an op kind, when an oracle defines it.
+pub fn reference(op_kind: &str, inputs: &[Option<Input>], sample: &Sample) -> Option<Reference> {
     let first = inputs.first()?.as_ref()?;
-    match kernel {
-        "conv2d" => conv2d(
+    match op_kind {
+        "Conv2D" => conv2d(
             first,
             inputs.get(1)?.as_ref()?,
             inputs.get(2).and_then(Option::as_ref),
@@ -115,7 +124,7 @@ pub fn reference(kernel: &str, inputs: &[Option<Input>], sample: &Sample) -> Opt
                 groups: int(sample, "groups", 1),
             },
         ),
-        "conv2d_simple" => conv2d(
+        "Conv2dSimple" => conv2d(
             first,
             inputs.get(1)?.as_ref()?,
             None,
@@ -126,14 +135,25 @@ pub fn reference(kernel: &str, inputs: &[Option<Input>], sample: &Sample) -> Opt
                 groups: 1,
             },
         ),
-        "conv_transpose2d" => conv_transpose2d(first, inputs.get(1)?.as_ref()?, sample),
-        "max_pool2d" => max_pool2d(
+        "ConvTranspose2D" => conv_transpose2d(first, inputs.get(1)?.as_ref()?, sample),
+        "MaxPool2D" => max_pool2d(
             first,
             int(sample, "kernel_size", 1),
             int(sample, "stride", 1),
         ),
+        // max(x, 0), elementwise: exact.
+        "Relu" => Some(Reference {
+            values: first
+                .values
+                .iter()
+                .map(|v| if v.is_nan() { *v } else { v.max(0.0) })
+                .collect(),
+            magnitude: vec![0.0; first.values.len()],
+            terms: 0,
+            work: None,
+        }),
         // A copy: the logical values themselves, exactly.
-        "contiguize" => Some(Reference {
+        "Contiguize" => Some(Reference {
             values: first.values.clone(),
             magnitude: vec![0.0; first.values.len()],
             terms: 0,

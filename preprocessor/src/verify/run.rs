@@ -4,9 +4,8 @@
 
 use super::oracle::Input;
 use super::sample::{Domain, Rng, Sample};
-use fuel_reference_backend::{
-    AnyTensor, DType, KernelRef, OpParams, Operand, ParamValue, ParamValues,
-};
+use crate::providers::{CallOutcome, Crash, Kernel};
+use fkc_provider::{AnyTensor, DType, EntryPointInfo, Operand, ParamValue, ParamValues};
 
 /// What a kernel did with a sample.
 #[derive(Debug)]
@@ -22,6 +21,8 @@ pub enum Outcome {
     },
     /// It refused with an error (the message).
     Rejected(String),
+    /// It crashed or hung (never a rejection).
+    Crashed(Crash),
     /// The sample cannot be expressed as a call (a parameter the kernel needs is not sampled).
     Skipped(String),
 }
@@ -36,7 +37,7 @@ pub enum Fill {
 }
 
 pub(super) fn operands(
-    kernel: &KernelRef,
+    kernel: &EntryPointInfo,
     sample: &Sample,
     dtype: DType,
     fill: Fill,
@@ -51,7 +52,7 @@ pub(super) fn operands(
         .iter()
         .map(|desc| {
             let Some((_, dims, present)) =
-                sample.inputs.iter().find(|(name, _, _)| name == desc.name)
+                sample.inputs.iter().find(|(name, _, _)| *name == desc.name)
             else {
                 return Ok(None);
             };
@@ -74,21 +75,21 @@ pub(super) fn operands(
         .collect()
 }
 
-pub(super) fn params(kernel: &KernelRef, sample: &Sample) -> Result<ParamValues, String> {
+pub(super) fn params(kernel: &EntryPointInfo, sample: &Sample) -> Result<ParamValues, String> {
     let mut values = ParamValues::new();
     for field in kernel.params.iter().filter(|f| f.shape_of.is_none()) {
         let value = sample
-            .param(field.name)
+            .param(&field.name)
             .and_then(|p| p.to_kernel(field.kind))
             .ok_or_else(|| format!("no sampled value for `{}`", field.name))?;
-        values.insert(field.name.to_owned(), value);
+        values.insert(field.name.clone(), value);
     }
     Ok(values)
 }
 
 /// Runs `kernel` on `sample`; with `repeat`, runs it twice on the same operands.
 pub fn call(
-    kernel: &KernelRef,
+    kernel: &Kernel<'_>,
     _domain: &Domain<'_>,
     sample: &Sample,
     dtype: DType,
@@ -104,18 +105,19 @@ pub fn call(
         Err(error) => return Outcome::Skipped(error),
     };
     let first = match kernel.run(&operands, &values) {
-        Ok(outputs) => outputs,
-        Err(error) => return Outcome::Rejected(error.to_string()),
+        CallOutcome::Outputs(outputs) => outputs,
+        CallOutcome::Rejected(error) => return Outcome::Rejected(error),
+        CallOutcome::Crashed(crash) => return Outcome::Crashed(crash),
     };
     let repeat_identical = repeat.then(|| match kernel.run(&operands, &values) {
-        Ok(second) => {
+        CallOutcome::Outputs(second) => {
             second.len() == first.len()
                 && second
                     .iter()
                     .zip(&first)
                     .all(|(a, b)| a.to_bits() == b.to_bits())
         }
-        Err(_) => false,
+        _ => false,
     });
     Outcome::Accepted {
         outputs: first
@@ -136,16 +138,20 @@ pub fn call(
     }
 }
 
-/// Whether the executor runs `kernel`'s op kind on operands of `dtype` (false without an op kind).
+/// Whether the provider's executor runs `kernel`'s op kind on operands of `dtype` (false
+/// without an op kind or an executor).
 pub fn executor_accepts(
-    kernel: &KernelRef,
+    kernel: &Kernel<'_>,
     domain: &Domain<'_>,
     sample: &Sample,
     dtype: DType,
 ) -> bool {
-    let Some(op) = kernel.op_kind else {
+    let Some(op) = kernel.op_kind.as_deref() else {
         return false;
     };
+    if !kernel.provider.description().executor {
+        return false;
+    }
     let Ok(operands) = operands(kernel, sample, dtype, Fill::Random(1)) else {
         return false;
     };
@@ -156,8 +162,10 @@ pub fn executor_accepts(
     let Some(outputs) = domain.outputs(sample, &bindings) else {
         return false;
     };
-    for field in kernel.params {
-        let Some(of) = field.shape_of else { continue };
+    for field in &kernel.params {
+        let Some(of) = field.shape_of.as_deref() else {
+            continue;
+        };
         let dims = if of == "out" {
             outputs.first().cloned()
         } else {
@@ -176,10 +184,10 @@ pub fn executor_accepts(
         let Ok(array) = <[usize; 4]>::try_from(array) else {
             return false;
         };
-        values.insert(field.name.to_owned(), ParamValue::Array4(array));
+        values.insert(field.name.clone(), ParamValue::Array4(array));
     }
-    let Ok(params) = OpParams::from_values(op.name(), &values) else {
-        return false;
-    };
-    fuel_reference_backend::execute(op, &params, &operands).is_ok()
+    matches!(
+        kernel.provider.execute(op, &operands, &values),
+        CallOutcome::Outputs(_)
+    )
 }

@@ -2,13 +2,13 @@
 //! small box with a fixed-seed generator, then classified by the contract's own expressions —
 //! admitted (every constraint true, every output dimension defined and ≥ 1) or breaking exactly
 //! one constraint. Fields that carry an operand's shape are bound to that operand by the
-//! backend's description (`FieldDesc::shape_of`), never guessed from their names.
+//! backend's description (`FieldInfo::shape_of`), never guessed from their names.
 
 use super::geometry;
 use crate::contract::raw::RawContract;
 use crate::contract::resolved::{Contract, ShapeRule};
 use crate::expr::{self, Bindings, Value};
-use fuel_reference_backend::{DType, FieldDesc, ParamKind, ParamValue};
+use fkc_provider::{DType, FieldInfo, ParamKind, ParamValue};
 
 /// A small, seeded xorshift generator (deterministic across platforms).
 #[derive(Debug, Clone)]
@@ -162,15 +162,15 @@ pub struct Domain<'a> {
     pub raw: &'a RawContract,
     pub contract: &'a Contract,
     /// The kernel's parameter descriptions (which fields carry which operand's shape).
-    pub kernel_params: &'a [FieldDesc],
+    pub kernel_params: &'a [FieldInfo],
 }
 
 impl Domain<'_> {
-    fn shape_of(&self, field: &str) -> Option<&'static str> {
+    fn shape_of(&self, field: &str) -> Option<&str> {
         self.kernel_params
             .iter()
             .find(|f| f.name == field)
-            .and_then(|f| f.shape_of)
+            .and_then(|f| f.shape_of.as_deref())
     }
 
     /// Draws one candidate.

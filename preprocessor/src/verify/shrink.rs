@@ -2,7 +2,7 @@
 //! sample stays admitted and still fails, so the report shows a minimal case.
 
 use super::sample::{Domain, Param, Sample, Verdict};
-use fuel_reference_backend::DType;
+use fkc_provider::DType;
 
 /// Bounded number of accepted steps (each makes one coordinate one smaller).
 const STEPS: usize = 256;

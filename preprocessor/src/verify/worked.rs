@@ -5,7 +5,8 @@
 use super::oracle::{self, Input};
 use super::run::{Fill, operands, params};
 use super::sample::Sample;
-use fuel_reference_backend::{DType, KernelRef};
+use crate::providers::{CallOutcome, Kernel};
+use fkc_provider::DType;
 
 /// A 2-D slice of a tensor, with an optional highlighted rectangle (inclusive cell bounds).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -29,11 +30,18 @@ pub struct Worked {
 }
 
 /// Picks a readable admitted sample and runs it.
-pub fn example(kernel: &KernelRef, dtype: DType, admitted: &[&Sample]) -> Option<Worked> {
+pub fn example(
+    kernel: &Kernel<'_>,
+    op_kind: &str,
+    dtype: DType,
+    admitted: &[&Sample],
+) -> Option<Worked> {
     let sample = pick(admitted)?;
     let operands = operands(kernel, sample, dtype, Fill::SmallIntegers).ok()?;
     let values = params(kernel, sample).ok()?;
-    let outputs = kernel.run(&operands, &values).ok()?;
+    let CallOutcome::Outputs(outputs) = kernel.run(&operands, &values) else {
+        return None;
+    };
     let output = outputs.first()?;
     let inputs: Vec<Option<Input>> = operands
         .iter()
@@ -46,15 +54,15 @@ pub fn example(kernel: &KernelRef, dtype: DType, admitted: &[&Sample]) -> Option
         .collect();
     let out_values = output.to_f64_vec();
     let matches_oracle =
-        oracle::reference(kernel.kernel, &inputs, sample).is_some_and(|r| r.values == out_values);
+        oracle::reference(op_kind, &inputs, sample).is_some_and(|r| r.values == out_values);
     let mut grids: Vec<Grid> = kernel
         .inputs
         .iter()
         .zip(&inputs)
-        .filter_map(|(desc, input)| input.as_ref().map(|i| grid(desc.name, &i.dims, &i.values)))
+        .filter_map(|(desc, input)| input.as_ref().map(|i| grid(&desc.name, &i.dims, &i.values)))
         .collect();
     if let Some(first) = grids.first_mut() {
-        first.highlight = receptive_field(kernel.kernel, sample, first.rows, first.cols);
+        first.highlight = receptive_field(op_kind, sample, first.rows, first.cols);
     }
     let mut out_grid = grid("out", output.shape(), &out_values);
     if grids.first().is_some_and(|g| g.highlight.is_some()) {
@@ -62,7 +70,7 @@ pub fn example(kernel: &KernelRef, dtype: DType, admitted: &[&Sample]) -> Option
     }
     grids.push(out_grid);
     Some(Worked {
-        symbol: kernel.symbol.to_owned(),
+        symbol: kernel.symbol.clone(),
         dtype: dtype.name().to_owned(),
         sample: sample.describe(),
         grids,
@@ -116,17 +124,17 @@ fn grid(name: &str, dims: &[usize], values: &[f64]) -> Grid {
     }
 }
 
-/// The input cells that output `[0, 0]` reads, for the kernels whose geometry is a window.
+/// The input cells that output `[0, 0]` reads, for the op kinds whose geometry is a window.
 fn receptive_field(
-    kernel: &str,
+    op_kind: &str,
     sample: &Sample,
     rows: usize,
     cols: usize,
 ) -> Option<(usize, usize, usize, usize)> {
     let pair =
         |name: &str, default: i64| sample.pair_or(name, default).unwrap_or((default, default));
-    let (k_rows, k_cols, pad, dil) = match kernel {
-        "conv2d" | "conv2d_simple" => {
+    let (k_rows, k_cols, pad, dil) = match op_kind {
+        "Conv2D" | "Conv2dSimple" => {
             let weight = sample
                 .inputs
                 .get(1)
@@ -137,14 +145,14 @@ fn receptive_field(
                 kh,
                 kw,
                 pair("padding", 0),
-                if kernel == "conv2d" {
+                if op_kind == "Conv2D" {
                     pair("dilation", 1)
                 } else {
                     (1, 1)
                 },
             )
         }
-        "max_pool2d" => {
+        "MaxPool2D" => {
             let (k, _) = pair("kernel_size", 1);
             (k, k, (0, 0), (1, 1))
         }
