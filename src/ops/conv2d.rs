@@ -8,6 +8,7 @@ use crate::error::{KernelError, KernelErrorKind};
 use crate::ops::common::{
     GatherAxis, axpy_gather, check_out_numel, ensure, require_nonempty, require_rank, valid_range,
 };
+use crate::ops::tile::{self, ColPhase, ColTap, Gather, WeightLayout};
 use crate::shape::zeroed_vec;
 use crate::tensor::{Element, RefTensor};
 
@@ -260,6 +261,19 @@ pub fn conv2d<T: Element>(
     conv2d_named(CONV2D, x, weight, bias, params)
 }
 
+/// [`conv2d`] on `threads` threads (`0` and `1` both mean the calling thread only), splitting
+/// the work over images and output channels. Every output is computed by the same
+/// instructions whatever the split, so the result is bitwise equal to [`conv2d`]'s.
+pub fn conv2d_threaded<T: Element>(
+    x: &RefTensor<T>,
+    weight: &RefTensor<T>,
+    bias: Option<&RefTensor<T>>,
+    params: &Conv2dParams,
+    threads: usize,
+) -> Result<RefTensor<T>, KernelError> {
+    conv2d_run(CONV2D, x, weight, bias, params, threads)
+}
+
 pub(crate) fn conv2d_named<T: Element>(
     names: ConvNames,
     x: &RefTensor<T>,
@@ -267,9 +281,23 @@ pub(crate) fn conv2d_named<T: Element>(
     bias: Option<&RefTensor<T>>,
     params: &Conv2dParams,
 ) -> Result<RefTensor<T>, KernelError> {
+    conv2d_run(names, x, weight, bias, params, 1)
+}
+
+fn conv2d_run<T: Element>(
+    names: ConvNames,
+    x: &RefTensor<T>,
+    weight: &RefTensor<T>,
+    bias: Option<&RefTensor<T>>,
+    params: &Conv2dParams,
+    threads: usize,
+) -> Result<RefTensor<T>, KernelError> {
     let bias_shape = bias.map(RefTensor::shape);
     let g = params.geometry_named(names, x.shape(), weight.shape(), bias_shape)?;
     let out_dims = g.out_dims();
+    if let Some(out) = tile::run(&gather(&g), x, weight, bias, threads) {
+        return Ok(RefTensor::from_vec(out, &out_dims)?);
+    }
     let plane = g.out_height * g.out_width;
     let mut out = zeroed_vec::<T>(g.batch * g.out_channels * plane)?;
     for (image, out_image) in out.chunks_exact_mut(g.out_channels * plane).enumerate() {
@@ -282,6 +310,59 @@ pub(crate) fn conv2d_named<T: Element>(
         }
     }
     Ok(RefTensor::from_vec(out, &out_dims)?)
+}
+
+/// The gather form of a validated geometry: output row `oh` takes kernel rows `kh` ascending
+/// with `ih = oh·sh + kh·dh − ph` inside the input; output column `ow` takes kernel columns
+/// `kw` ascending, reading padded position `ow·sw + kw·dw` (input column plus `pw`), which the
+/// buffer stores split into `sw` phases so that consecutive outputs read consecutive elements.
+pub(crate) fn gather(g: &Conv2dGeometry) -> Gather {
+    let p = &g.params;
+    let (sh, sw) = p.stride;
+    let (dh, dw) = p.dilation;
+    let (ph, pw) = p.padding;
+    let rows = (0..g.out_height)
+        .map(|oh| {
+            (0..g.kernel_height)
+                .filter_map(|kh| {
+                    let pos = oh * sh + kh * dh;
+                    let ih = pos.checked_sub(ph)?;
+                    (ih < g.height).then_some((kh, ih))
+                })
+                .collect()
+        })
+        .collect();
+    let taps = (0..g.kernel_width)
+        .map(|kw| ColTap {
+            kw,
+            phase: (kw * dw) % sw,
+            start: (kw * dw) / sw,
+            valid: valid_range(g.out_width, g.width, sw, kw * dw, pw),
+        })
+        .filter(|t| !t.valid.is_empty())
+        .collect();
+    Gather {
+        batch: g.batch,
+        in_channels: g.in_channels,
+        height: g.height,
+        width: g.width,
+        out_channels: g.out_channels,
+        out_height: g.out_height,
+        out_width: g.out_width,
+        groups: p.groups,
+        kernel_height: g.kernel_height,
+        kernel_width: g.kernel_width,
+        weights: WeightLayout::Conv,
+        phases: sw,
+        left: pw,
+        rows,
+        cols: vec![ColPhase {
+            taps,
+            count: g.out_width,
+            out_base: 0,
+        }],
+        out_step: 1,
+    }
 }
 
 /// Adds every valid tap of output channel `co` of image `n` into its zeroed output plane.

@@ -10,6 +10,7 @@ use crate::ops::common::{
     add, axpy_scatter, check_out_numel, ensure, in_context, mul, require_nonempty, require_rank,
     valid_range,
 };
+use crate::ops::tile::{self, ColPhase, ColTap, Gather, WeightLayout};
 use crate::shape::zeroed_vec;
 use crate::tensor::{Element, RefTensor};
 
@@ -263,13 +264,34 @@ impl ConvTranspose2dParams {
 /// ascending `ci`, then descending `kh`, then descending `kw`. The implementation loops
 /// `co, ci, kh↓, kw↓, ih, iw` to vectorise along `iw`, which adds each output's terms in that
 /// same order, so it is bitwise equal to the scatter above.
+///
+/// For `f32`, `f64`, `bf16` and `f16` the kernel runs as a gather instead: for each output it
+/// visits ascending `ci`, then descending `kh`, then descending `kw`, keeping only the taps
+/// with `oh + ph − kh·dh` and `ow + pw − kw·dw` divisible by the strides and landing inside
+/// the input — the same terms in the same order, so bitwise the same result.
 pub fn conv_transpose2d<T: Element>(
     x: &RefTensor<T>,
     weight: &RefTensor<T>,
     params: &ConvTranspose2dParams,
 ) -> Result<RefTensor<T>, KernelError> {
+    conv_transpose2d_threaded(x, weight, params, 1)
+}
+
+/// [`conv_transpose2d`] on `threads` threads (`0` and `1` both mean the calling thread only),
+/// splitting the work over images and output channels; bitwise equal to one thread.
+pub fn conv_transpose2d_threaded<T: Element>(
+    x: &RefTensor<T>,
+    weight: &RefTensor<T>,
+    params: &ConvTranspose2dParams,
+    threads: usize,
+) -> Result<RefTensor<T>, KernelError> {
     let g = params.geometry(x.shape(), weight.shape())?;
     let out_dims = g.out_dims();
+    if let Some(gather) = gather(&g)
+        && let Some(out) = tile::run(&gather, x, weight, None, threads)
+    {
+        return Ok(RefTensor::from_vec(out, &out_dims)?);
+    }
     let plane = g.out_height * g.out_width;
     let mut out = zeroed_vec::<T>(g.batch * g.out_channels * plane)?;
     for (n, out_image) in out.chunks_exact_mut(g.out_channels * plane).enumerate() {
@@ -278,6 +300,83 @@ pub fn conv_transpose2d<T: Element>(
         }
     }
     Ok(RefTensor::from_vec(out, &out_dims)?)
+}
+
+/// The gather form: output row `oh` takes `kh` descending with `oh + ph − kh·dh = ih·sh`,
+/// `0 ≤ ih < H`. Output columns split into `sw` phases `ow = j·sw + c`; in phase `c`, column
+/// tap `kw` (descending) is live when `c + pw − kw·dw = e·sw` and reads input column `j + e`,
+/// which the (single-phase) buffer stores at `j + e + left`. `None` if an offset overflows.
+fn gather(g: &ConvTranspose2dGeometry) -> Option<Gather> {
+    let p = &g.params;
+    let (sh, sw) = p.stride;
+    let (dh, dw) = p.dilation;
+    let (ph, pw) = p.padding;
+    let signed = |v: usize| isize::try_from(v).ok();
+    let mut rows = Vec::with_capacity(g.out_height);
+    for oh in 0..g.out_height {
+        let mut taps = Vec::new();
+        for kh in (0..g.kernel_height).rev() {
+            let num = signed(oh.checked_add(ph)?)? - signed(kh.checked_mul(dh)?)?;
+            let stride = signed(sh)?;
+            if num >= 0 && num % stride == 0 {
+                let ih = (num / stride) as usize;
+                if ih < g.height {
+                    taps.push((kh, ih));
+                }
+            }
+        }
+        rows.push(taps);
+    }
+    // Input column j + e ≥ j − (Kw − 1)·dw / sw, so this margin keeps every load in the buffer.
+    let left = (g.kernel_width - 1).checked_mul(dw)?.div_ceil(sw) + 1;
+    let (width, stride) = (signed(g.width)?, signed(sw)?);
+    let mut cols = Vec::new();
+    for c in 0..sw.min(g.out_width) {
+        let count = (g.out_width - c).div_ceil(sw);
+        let mut taps = Vec::new();
+        for kw in (0..g.kernel_width).rev() {
+            let num = signed(c.checked_add(pw)?)? - signed(kw.checked_mul(dw)?)?;
+            if num % stride != 0 {
+                continue;
+            }
+            let e = num / stride;
+            // 0 ≤ j + e < W.
+            let lo = (-e).max(0);
+            let hi = (width - e).clamp(0, signed(count)?);
+            if lo >= hi {
+                continue;
+            }
+            taps.push(ColTap {
+                kw,
+                phase: 0,
+                start: usize::try_from(signed(left)? + e).ok()?,
+                valid: lo as usize..hi as usize,
+            });
+        }
+        cols.push(ColPhase {
+            taps,
+            count,
+            out_base: c,
+        });
+    }
+    Some(Gather {
+        batch: g.batch,
+        in_channels: g.in_channels,
+        height: g.height,
+        width: g.width,
+        out_channels: g.out_channels,
+        out_height: g.out_height,
+        out_width: g.out_width,
+        groups: p.groups,
+        kernel_height: g.kernel_height,
+        kernel_width: g.kernel_width,
+        weights: WeightLayout::Transposed,
+        phases: 1,
+        left,
+        rows,
+        cols,
+        out_step: sw,
+    })
 }
 
 /// Adds every term of output channel `co` of image `n` into its zeroed output plane.

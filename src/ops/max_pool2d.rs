@@ -5,6 +5,7 @@
 
 use crate::error::{KernelError, KernelErrorKind};
 use crate::ops::common::{GatherAxis, check_out_numel, ensure, require_nonempty, require_rank};
+use crate::ops::pool_fast;
 use crate::tensor::{Element, RefTensor};
 
 const OP: &str = "max_pool2d";
@@ -83,6 +84,10 @@ pub fn max_step<T: Element>(running: T, v: T) -> T {
 /// - `±Inf` are ordinary values;
 /// - when the maximum is zero and the window holds both `-0.0` and `+0.0`, the zero that comes
 ///   first in the scan is returned (they compare equal; no later equal value replaces it).
+///
+/// `f32` and `f64` run the same scan on vectors of output columns (each input row split into
+/// `stride` phases so that neighbouring outputs read neighbouring elements); the selection is
+/// lane-wise `max_step`, so the result is bitwise the scalar scan's, NaN payloads included.
 pub fn max_pool2d<T: Element>(
     x: &RefTensor<T>,
     params: &MaxPool2dParams,
@@ -91,6 +96,17 @@ pub fn max_pool2d<T: Element>(
     let [_, _, out_height, out_width] = out_dims;
     let (height, width) = (x.shape()[2], x.shape()[3]);
     let (k, s) = (params.kernel_size, params.stride);
+    let geometry = pool_fast::PoolGeometry {
+        height,
+        width,
+        out_height,
+        out_width,
+        kernel: k,
+        stride: s,
+    };
+    if let Some(out) = pool_fast::run(&geometry, x) {
+        return Ok(RefTensor::from_vec(out, &out_dims)?);
+    }
     let mut out = Vec::with_capacity(x.data().len() / (height * width) * out_height * out_width);
     for plane in x.data().chunks_exact(height * width) {
         for oh in 0..out_height {

@@ -1,0 +1,475 @@
+//! The register-tiled gather convolution behind `conv2d`, `conv2d_simple` and
+//! `conv_transpose2d` for `f32`, `f64`, `bf16` and `f16`.
+//!
+//! A [`Gather`] describes one convolution as a gather: for each output row, the kernel rows
+//! that reach it (`(kh, ih)`, in summation order); for each column phase, the kernel columns
+//! that reach it (in summation order), each reading a contiguous run of a zero-padded,
+//! phase-split copy of the input row, with the range of outputs for which the tap is a real
+//! (not padding) tap. Each output's terms are added in the documented order — input channel,
+//! then kernel row, then kernel column — with padding taps skipped by lane masks (never added
+//! as zeros, which would turn `-0.0` into `+0.0` and `0 · ∞` into NaN).
+//!
+//! The speed comes from the tile: `CT` output channels × `NV` vectors of output columns stay
+//! in registers through the whole reduction; each input vector is loaded once per tap and used
+//! for all `CT` channels. Work is split over (image, channel tile) pairs, optionally across
+//! threads; every output is computed by the same instructions whatever the split, so the
+//! result does not depend on the thread count.
+
+use std::any::Any;
+use std::ops::Range;
+
+use half::{bf16, f16};
+use pulp::{Arch, Simd, WithSimd};
+
+use crate::ops::simd::{Exact32, Exact64, Lane, RoundBf16, RoundF16, Rounding};
+use crate::tensor::{Element, RefTensor};
+
+/// One kernel column tap of a column phase: output `j` of the phase reads
+/// `buffer[.., phase][start + j]`, and the tap is real (not padding) for `j` in `valid`.
+#[derive(Clone, Debug)]
+pub(crate) struct ColTap {
+    pub kw: usize,
+    pub phase: usize,
+    pub start: usize,
+    pub valid: Range<usize>,
+}
+
+/// Output columns `ow = j · out_step + out_base` for `j` in `0..count`, and their taps.
+#[derive(Clone, Debug)]
+pub(crate) struct ColPhase {
+    pub taps: Vec<ColTap>,
+    pub count: usize,
+    pub out_base: usize,
+}
+
+/// Where weight `(co, ci, kh, kw)` (`ci` local to the group) lives in the weight operand.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WeightLayout {
+    /// `[Cout, Cin/groups, Kh, Kw]` (conv2d).
+    Conv,
+    /// `[Cin, Cout/groups, Kh, Kw]` (conv_transpose2d).
+    Transposed,
+}
+
+/// A convolution in gather form, for every image of the batch.
+#[derive(Clone, Debug)]
+pub(crate) struct Gather {
+    pub batch: usize,
+    pub in_channels: usize,
+    pub height: usize,
+    pub width: usize,
+    pub out_channels: usize,
+    pub out_height: usize,
+    pub out_width: usize,
+    pub groups: usize,
+    pub kernel_height: usize,
+    pub kernel_width: usize,
+    pub weights: WeightLayout,
+    /// Input column `iw` sits at padded position `iw + left`, stored in buffer phase
+    /// `(iw + left) % phases` at index `(iw + left) / phases`.
+    pub phases: usize,
+    pub left: usize,
+    /// Per output row: the `(kh, ih)` pairs that reach it, in summation order.
+    pub rows: Vec<Vec<(usize, usize)>>,
+    pub cols: Vec<ColPhase>,
+    pub out_step: usize,
+}
+
+/// Largest padded-buffer size, relative to the input, that the fast path accepts; beyond it
+/// (absurd padding) the plain loops run instead.
+const MAX_BUFFER_GROWTH: usize = 16;
+/// Output columns per phase are covered in spans of at most this many (`NV · lanes` divides
+/// it for every instruction set), so phase rows are padded up to a multiple of it.
+const SPAN_QUANTUM: usize = 64;
+
+impl Gather {
+    fn group_in(&self) -> usize {
+        self.in_channels / self.groups
+    }
+    fn group_out(&self) -> usize {
+        self.out_channels / self.groups
+    }
+    /// Length of one phase row of the padded input buffer, or `None` on overflow.
+    fn row_len(&self) -> Option<usize> {
+        let mut len = 0usize;
+        for phase in &self.cols {
+            let cover = phase.count.checked_next_multiple_of(SPAN_QUANTUM)?;
+            for tap in &phase.taps {
+                len = len.max(tap.start.checked_add(cover)?);
+            }
+        }
+        // At least one element, so that buffer rows are never empty.
+        Some(len.max(1))
+    }
+}
+
+/// A storage type with a fast path: the accumulator it computes in and the conversions.
+pub(crate) trait Fast: Element {
+    type R: Rounding;
+    /// Exact widening to the accumulator lane.
+    fn widen(self) -> <Self::R as Rounding>::A;
+    /// Back to storage; exact, because accumulators only hold values of `Self`.
+    fn narrow(a: <Self::R as Rounding>::A) -> Self;
+}
+
+impl Fast for f32 {
+    type R = Exact32;
+    fn widen(self) -> f32 {
+        self
+    }
+    fn narrow(a: f32) -> f32 {
+        a
+    }
+}
+
+impl Fast for f64 {
+    type R = Exact64;
+    fn widen(self) -> f64 {
+        self
+    }
+    fn narrow(a: f64) -> f64 {
+        a
+    }
+}
+
+impl Fast for bf16 {
+    type R = RoundBf16;
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn narrow(a: f32) -> bf16 {
+        bf16::from_f32(a)
+    }
+}
+
+impl Fast for f16 {
+    type R = RoundF16;
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn narrow(a: f32) -> f16 {
+        f16::from_f32(a)
+    }
+}
+
+type Acc<E> = <<E as Fast>::R as Rounding>::A;
+
+/// Runs the gather convolution if `T` is one of the four fast types, else `None` (the caller
+/// then runs its plain loops). Also `None` when the padded buffer would be unreasonably large.
+pub(crate) fn run<T: Element>(
+    g: &Gather,
+    x: &RefTensor<T>,
+    weight: &RefTensor<T>,
+    bias: Option<&RefTensor<T>>,
+    threads: usize,
+) -> Option<Vec<T>> {
+    fn typed<T: Element, E: Fast>(
+        g: &Gather,
+        x: &RefTensor<T>,
+        weight: &RefTensor<T>,
+        bias: Option<&RefTensor<T>>,
+        threads: usize,
+    ) -> Option<Vec<T>> {
+        let x = (x as &dyn Any).downcast_ref::<RefTensor<E>>()?;
+        let weight = (weight as &dyn Any).downcast_ref::<RefTensor<E>>()?;
+        let bias = match bias {
+            Some(b) => Some((b as &dyn Any).downcast_ref::<RefTensor<E>>()?.data()),
+            None => None,
+        };
+        let out = run_typed::<E>(g, x.data(), weight.data(), bias, threads)?;
+        (Box::new(out) as Box<dyn Any>)
+            .downcast::<Vec<T>>()
+            .ok()
+            .map(|b| *b)
+    }
+    let any = x as &dyn Any;
+    if any.is::<RefTensor<f32>>() {
+        typed::<T, f32>(g, x, weight, bias, threads)
+    } else if any.is::<RefTensor<f64>>() {
+        typed::<T, f64>(g, x, weight, bias, threads)
+    } else if any.is::<RefTensor<bf16>>() {
+        typed::<T, bf16>(g, x, weight, bias, threads)
+    } else if any.is::<RefTensor<f16>>() {
+        typed::<T, f16>(g, x, weight, bias, threads)
+    } else {
+        None
+    }
+}
+
+/// The padded, phase-split input `[N, Cin, H, phases, row_len]` in accumulator precision.
+fn padded_input<E: Fast>(g: &Gather, x: &[E], row_len: usize) -> Option<Vec<Acc<E>>> {
+    let rows = g
+        .batch
+        .checked_mul(g.in_channels)?
+        .checked_mul(g.height)?
+        .checked_mul(g.phases)?;
+    let len = rows.checked_mul(row_len)?;
+    let limit = x
+        .len()
+        .checked_mul(MAX_BUFFER_GROWTH)?
+        .checked_add(1 << 20)?;
+    if len > limit {
+        return None;
+    }
+    let mut buf = crate::shape::zeroed_vec::<Acc<E>>(len).ok()?;
+    let in_rows = x.chunks_exact(g.width);
+    let out_rows = buf.chunks_exact_mut(g.phases * row_len);
+    for (src, dst) in in_rows.zip(out_rows) {
+        for (iw, &v) in src.iter().enumerate() {
+            let pos = iw + g.left;
+            let q = pos / g.phases;
+            if q < row_len {
+                dst[(pos % g.phases) * row_len + q] = v.widen();
+            }
+        }
+    }
+    Some(buf)
+}
+
+/// The weights as `[Cout, Cin/groups, Kh, Kw]` in accumulator precision.
+fn packed_weights<E: Fast>(g: &Gather, w: &[E]) -> Vec<Acc<E>> {
+    let taps = g.kernel_height * g.kernel_width;
+    let (group_in, group_out) = (g.group_in(), g.group_out());
+    match g.weights {
+        WeightLayout::Conv => w.iter().map(|&v| v.widen()).collect(),
+        WeightLayout::Transposed => {
+            let mut out = Vec::with_capacity(w.len());
+            for co in 0..g.out_channels {
+                let (group, local) = (co / group_out, co % group_out);
+                for ci in 0..group_in {
+                    let channel = group * group_in + ci;
+                    let src = &w[(channel * group_out + local) * taps..][..taps];
+                    out.extend(src.iter().map(|&v| v.widen()));
+                }
+            }
+            out
+        }
+    }
+}
+
+/// One unit of work: output channels `co0..co0 + count` of image `image`, whose planes are
+/// `out`.
+struct Item<'a, A> {
+    image: usize,
+    co0: usize,
+    count: usize,
+    out: &'a mut [A],
+}
+
+fn run_typed<E: Fast>(
+    g: &Gather,
+    x: &[E],
+    w: &[E],
+    bias: Option<&[E]>,
+    threads: usize,
+) -> Option<Vec<E>> {
+    let row_len = g.row_len()?;
+    let xbuf = padded_input(g, x, row_len)?;
+    let weights = packed_weights(g, w);
+    let bias: Option<Vec<Acc<E>>> = bias.map(|b| b.iter().map(|&v| v.widen()).collect());
+    let plane = g.out_height * g.out_width;
+    let mut out = crate::shape::zeroed_vec::<Acc<E>>(g.batch * g.out_channels * plane).ok()?;
+    let tile = max_channel_tile::<E::R>();
+    let mut items = Vec::new();
+    let mut rest = out.as_mut_slice();
+    for image in 0..g.batch {
+        for group in 0..g.groups {
+            let mut co = group * g.group_out();
+            let end = co + g.group_out();
+            while co < end {
+                let count = if end - co >= tile { tile } else { 1 };
+                let (head, tail) = rest.split_at_mut(count * plane);
+                items.push(Item {
+                    image,
+                    co0: co,
+                    count,
+                    out: head,
+                });
+                rest = tail;
+                co += count;
+            }
+        }
+    }
+    let job = Job {
+        g,
+        xbuf: &xbuf,
+        row_len,
+        weights: &weights,
+        bias: bias.as_deref(),
+    };
+    let threads = threads.clamp(1, items.len().max(1));
+    if threads == 1 {
+        Arch::new().dispatch(Work::<E::R> {
+            job: &job,
+            items: &mut items,
+        });
+    } else {
+        let per = items.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for chunk in items.chunks_mut(per) {
+                let job = &job;
+                scope.spawn(move || {
+                    Arch::new().dispatch(Work::<E::R> { job, items: chunk });
+                });
+            }
+        });
+    }
+    drop(items);
+    Some(out.into_iter().map(E::narrow).collect())
+}
+
+/// Output channels per register tile: 4 for f32/f64; 1 for the half types, whose rounding
+/// sequences need the registers.
+fn max_channel_tile<R: Rounding>() -> usize {
+    if R::HEAVY { 1 } else { 4 }
+}
+
+struct Job<'a, A> {
+    g: &'a Gather,
+    xbuf: &'a [A],
+    row_len: usize,
+    weights: &'a [A],
+    bias: Option<&'a [A]>,
+}
+
+struct Work<'a, 'b, 'c, R: Rounding> {
+    job: &'a Job<'a, R::A>,
+    items: &'b mut [Item<'c, R::A>],
+}
+
+impl<R: Rounding> WithSimd for Work<'_, '_, '_, R> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, s: S) {
+        let job = self.job;
+        let g = job.g;
+        let lanes = R::A::lanes::<S>();
+        let max_nv = if S::REGISTER_COUNT >= 32 { 4 } else { 2 };
+        // Per phase: the vectors per tile and, per tile, per tap, per vector, the lane mask.
+        let mut shapes = Vec::with_capacity(g.cols.len());
+        let mut masks = Vec::new();
+        for phase in &g.cols {
+            let blocks = phase.count.div_ceil(lanes);
+            let nv = if blocks >= 4 && max_nv >= 4 {
+                4
+            } else if blocks >= 2 {
+                2
+            } else {
+                1
+            };
+            let offset = masks.len();
+            let span = nv * lanes;
+            for j0 in (0..phase.count).step_by(span) {
+                for tap in &phase.taps {
+                    for v in 0..nv {
+                        let jb = j0 + v * lanes;
+                        let start = tap.valid.start.saturating_sub(jb);
+                        let end = tap.valid.end.saturating_sub(jb);
+                        masks.push(R::A::mask_between(s, start, end));
+                    }
+                }
+            }
+            shapes.push((nv, offset));
+        }
+        for item in self.items.iter_mut() {
+            for oh in 0..g.out_height {
+                for (phase, &(nv, offset)) in g.cols.iter().zip(&shapes) {
+                    let ctx = RowCtx {
+                        s,
+                        job,
+                        phase,
+                        masks: &masks[offset..],
+                        oh,
+                        lanes,
+                    };
+                    match (item.count, nv) {
+                        (4, 4) => ctx.tiles::<R, 4, 4>(item),
+                        (4, 2) => ctx.tiles::<R, 4, 2>(item),
+                        (4, _) => ctx.tiles::<R, 4, 1>(item),
+                        (_, 4) => ctx.tiles::<R, 1, 4>(item),
+                        (_, 2) => ctx.tiles::<R, 1, 2>(item),
+                        _ => ctx.tiles::<R, 1, 1>(item),
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct RowCtx<'a, S: Simd, A: Lane> {
+    s: S,
+    job: &'a Job<'a, A>,
+    phase: &'a ColPhase,
+    masks: &'a [A::M<S>],
+    oh: usize,
+    lanes: usize,
+}
+
+impl<S: Simd, A: Lane> RowCtx<'_, S, A> {
+    /// Every tile of output row `oh` of one column phase, for the item's `CT` channels.
+    #[inline(always)]
+    fn tiles<R: Rounding<A = A>, const CT: usize, const NV: usize>(&self, item: &mut Item<'_, A>) {
+        let (s, job, phase, lanes) = (self.s, self.job, self.phase, self.lanes);
+        let g = job.g;
+        let taps = g.kernel_height * g.kernel_width;
+        let group_in = g.group_in();
+        let cin0 = (item.co0 / g.group_out()) * group_in;
+        let plane = g.out_height * g.out_width;
+        let span = NV * lanes;
+        let ntaps = phase.taps.len();
+        let row_taps = &g.rows[self.oh];
+        let zero = A::splat(s, A::default());
+        let image_base = item.image * g.in_channels;
+        for (t, j0) in (0..phase.count).step_by(span).enumerate() {
+            let tile_masks = &self.masks[t * ntaps * NV..][..ntaps * NV];
+            let mut acc = [[zero; NV]; CT];
+            for ci in 0..group_in {
+                let w_ci = &job.weights[(item.co0 * group_in + ci) * taps..];
+                for &(kh, ih) in row_taps {
+                    let row0 = ((image_base + cin0 + ci) * g.height + ih) * g.phases;
+                    for (tap, m) in phase.taps.iter().zip(tile_masks.chunks_exact(NV)) {
+                        let base = (row0 + tap.phase) * job.row_len + tap.start + j0;
+                        let src = &job.xbuf[base..][..span];
+                        let mut xs = [zero; NV];
+                        for (v, xv) in xs.iter_mut().enumerate() {
+                            *xv = A::load::<S>(&src[v * lanes..]);
+                        }
+                        let k = kh * g.kernel_width + tap.kw;
+                        for (c, acc_c) in acc.iter_mut().enumerate() {
+                            let w = A::splat(s, w_ci[c * group_in * taps + k]);
+                            for v in 0..NV {
+                                let a = acc_c[v];
+                                acc_c[v] = A::select(s, m[v], R::term(s, a, xs[v], w), a);
+                            }
+                        }
+                    }
+                }
+            }
+            for (c, acc_c) in acc.iter().enumerate() {
+                let co = item.co0 + c;
+                let out_row = &mut item.out[c * plane + self.oh * g.out_width..][..g.out_width];
+                for (v, &a) in acc_c.iter().enumerate() {
+                    let jb = j0 + v * lanes;
+                    if jb >= phase.count {
+                        break;
+                    }
+                    let val = match job.bias {
+                        Some(b) => R::plus(s, a, A::splat(s, b[co])),
+                        None => a,
+                    };
+                    let n = (phase.count - jb).min(lanes);
+                    if g.out_step == 1 {
+                        A::store(s, &mut out_row[phase.out_base + jb..][..n], val);
+                    } else {
+                        let mut tmp = [A::default(); 64];
+                        A::store(s, &mut tmp[..lanes], val);
+                        for (i, &t) in tmp[..n].iter().enumerate() {
+                            out_row[phase.out_base + (jb + i) * g.out_step] = t;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
