@@ -193,6 +193,9 @@ impl Child {
         let Some(running) = self.running.as_mut() else {
             return Err(Crash::Died("it is not running".to_owned()));
         };
+        if let Ok(mut stderr) = running.stderr.lock() {
+            stderr.clear(); // a crash report shows what this request made it say
+        }
         let mut line = serde_json::to_string(request)
             .map_err(|e| Crash::Died(format!("cannot encode the request: {e}")))?;
         line.push('\n');

@@ -9,6 +9,7 @@ mod cli;
 mod diagnostics_index;
 mod hostile;
 mod protocol;
+mod providers;
 mod seed_fields;
 mod snapshot;
 mod support;

@@ -1,0 +1,167 @@
+//! Providers brought by kernel authors: the demo provider's book verified through the protocol
+//! under the real `mdbook`; a lying provider failing with the built-in backend's codes; kernels
+//! that panic, abort, overflow their stack, exit or hang reported as located failures within
+//! the time limit; provider commands that cannot serve reported at the front matter.
+
+use super::support::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The demo provider's binaries, built once per test run into their own target directory (so
+/// the build does not wait on the lock of the one running these tests).
+fn provider_bins() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = repo_root().join("target/fkc-providers");
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--locked",
+                "--release",
+                "-p",
+                "demo-provider",
+                "--bins",
+            ])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(repo_root())
+            .status()
+            .unwrap();
+        assert!(status.success(), "building the demo provider failed");
+        target.join("release")
+    })
+}
+
+/// A copy of a fixture book whose provider commands are the demo provider's binaries.
+fn provider_book(name: &str) -> PathBuf {
+    let dir = fixture_book(name);
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let bins = provider_bins().display().to_string();
+    std::fs::write(&toml, text.replace("@PROVIDERS@", &bins)).unwrap();
+    dir
+}
+
+/// The (code, file:line) of every error of `mdbook-fkc check --format json` in `dir`.
+fn errors(dir: &Path) -> Vec<(String, String)> {
+    let output = fkc(&["check", "--format", "json"], dir);
+    assert!(!output.status.success(), "{}", stdout(&output));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    json.as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| {
+            let at = format!("{}:{}", d["file"].as_str().unwrap(), d["line"]);
+            (d["code"].as_str().unwrap().to_owned(), at)
+        })
+        .collect()
+}
+
+#[test]
+fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
+    let dir = temp_dir("demo-book");
+    let demo = repo_root().join("examples/demo-provider");
+    copy_dir(&demo.join("book"), &dir.join("book"));
+    let toml = std::fs::read_to_string(demo.join("book.toml")).unwrap();
+    let ours = format!("command = {:?}", fkc_bin().display().to_string());
+    let provider = format!(
+        "command = {:?}",
+        provider_bins().join("fkc-provider").display().to_string()
+    );
+    let toml = toml
+        .replace("command = \"cargo run --quiet --locked --release -p mdbook-fkc --\"", &ours)
+        .replace(
+            "command = \"cargo run --quiet --locked --release -p demo-provider --bin fkc-provider\"",
+            &provider,
+        );
+    std::fs::write(dir.join("book.toml"), toml).unwrap();
+    let output = real_mdbook_build(&dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let html = page(&dir, "kernels.html");
+    for kernel in ["relu", "conv2d_im2col"] {
+        assert!(
+            html.contains(&format!("<h3><code>{kernel}</code></h3>")),
+            "{kernel}"
+        );
+    }
+    assert!(html.contains("demo_provider::conv2d_im2col_f32"));
+    assert!(
+        html.contains("within the error bound of an independent oracle"),
+        "conv2d_im2col's values were not checked"
+    );
+    assert!(
+        html.contains("values exactly equal to an independent oracle"),
+        "relu's values were not checked"
+    );
+}
+
+#[test]
+fn a_lying_provider_fails_with_the_built_in_codes() {
+    let dir = provider_book("providers-lying");
+    let found = errors(&dir);
+    let expected = [
+        ("FKC0406", "book/lies.md:26"),
+        ("FKC0403", "book/lies.md:80"),
+        ("FKC0409", "book/lies.md:145"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(c, at)| ((*c).to_owned(), (*at).to_owned()))
+        .collect();
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn crashing_and_hanging_kernels_are_located_failures_within_the_time_limit() {
+    let dir = provider_book("providers-crashing");
+    let started = Instant::now();
+    let output = fkc(&["check"], &dir);
+    let took = started.elapsed();
+    let text = stderr(&output);
+    assert!(!output.status.success(), "{text}");
+    // five kernels; the hang costs one 1.5 s time limit, and restarts are quick
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    for (kernel, code, line, says) in [
+        (
+            "panics",
+            "FKC0413",
+            19,
+            "the kernel panicked: index 7 out of bounds",
+        ),
+        ("aborts", "FKC0413", 64, "aborts: giving up"),
+        ("overflows", "FKC0413", 109, "has overflowed its stack"),
+        ("exits", "FKC0413", 154, "exit status: 3"),
+        ("hangs", "FKC0414", 199, "within the time limit (1500 ms)"),
+    ] {
+        let report = text
+            .split("error[")
+            .find(|e| e.contains(&format!("crashing::{kernel}_f32")))
+            .unwrap_or_else(|| panic!("no report for {kernel}:\n{text}"));
+        assert!(report.starts_with(code), "{kernel}: {report}");
+        assert!(
+            report.contains(&format!("book/crashes.md:{line}:")),
+            "{kernel}: {report}"
+        );
+        assert!(report.contains(says), "{kernel}: {report}");
+        assert!(report.contains("sample (F32)"), "{kernel}: {report}");
+    }
+}
+
+#[test]
+fn provider_commands_that_cannot_serve_are_located_at_the_front_matter() {
+    let dir = provider_book("providers-broken");
+    let found = errors(&dir);
+    let expected = [
+        ("FKC0312", "book/missing.md:4"),
+        ("FKC0313", "book/future.md:4"),
+        ("FKC0314", "book/wrong-registry.md:7"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(c, at)| ((*c).to_owned(), (*at).to_owned()))
+        .collect();
+    assert_eq!(found, expected);
+}
