@@ -38,6 +38,8 @@ pub struct Fence {
 pub struct FenceAttributes {
     /// Diagnostic codes this fence must fail with, exactly (for the diagnostics index and errata).
     pub should_fail: Option<Vec<String>>,
+    /// ```` ```fkc,unverified ````: a spec-first contract, parsed and resolved but not run.
+    pub unverified: bool,
     /// Attributes this version does not know (reported as an error).
     pub unknown: Vec<String>,
 }
@@ -140,6 +142,7 @@ fn parse_attributes<'a>(parts: impl Iterator<Item = &'a str>) -> FenceAttributes
                         .collect(),
                 );
             }
+            None if part == "unverified" => attributes.unverified = true,
             _ => attributes.unknown.push(part.to_owned()),
         }
     }

@@ -15,8 +15,9 @@ USAGE:
     mdbook-fkc                      run as an mdBook preprocessor (book JSON on stdin/stdout)
     mdbook-fkc supports RENDERER    tell mdBook whether RENDERER is supported (always yes)
     mdbook-fkc build [DIR]          build the book in DIR (default .) in-process, checking every contract
-    mdbook-fkc check [DIR] [--format text|json]
+    mdbook-fkc check [DIR] [--format text|json] [--deny unverified]
                                     check every contract without rendering; non-zero exit on any error
+                                    (--deny unverified: every ```fkc,unverified contract is an error)
     mdbook-fkc explain CODE         explain a diagnostic code (e.g. FKC0104)
     mdbook-fkc --version | --help";
 
@@ -64,13 +65,38 @@ fn protocol() -> Result<ExitCode, String> {
     }
 }
 
-/// Splits `[DIR] [--format F]`.
+/// `[DIR] [--format F] [--deny unverified]`, as given.
+struct Args {
+    dir: PathBuf,
+    format: String,
+    deny_unverified: bool,
+}
+
+/// Splits `[DIR] [--format F] [--deny unverified]`.
 fn dir_and_format(args: &[String]) -> Result<(PathBuf, String), String> {
+    let parsed = parse_args(args)?;
+    if parsed.deny_unverified {
+        return Err("`--deny unverified` belongs to `check`".to_owned());
+    }
+    Ok((parsed.dir, parsed.format))
+}
+
+fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut dir = None;
     let mut format = "text".to_owned();
+    let mut deny_unverified = false;
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         match arg.as_str() {
+            "--deny" => match iter.next().map(String::as_str) {
+                Some("unverified") => deny_unverified = true,
+                other => {
+                    return Err(format!(
+                        "`--deny` takes `unverified`, not `{}`",
+                        other.unwrap_or("")
+                    ));
+                }
+            },
             "--format" => {
                 format = iter
                     .next()
@@ -90,7 +116,11 @@ fn dir_and_format(args: &[String]) -> Result<(PathBuf, String), String> {
             "`--format` must be `text` or `json`, not `{format}`"
         ));
     }
-    Ok((dir.unwrap_or_else(|| PathBuf::from(".")), format))
+    Ok(Args {
+        dir: dir.unwrap_or_else(|| PathBuf::from(".")),
+        format,
+        deny_unverified,
+    })
 }
 
 /// Builds the HTML book in-process: the `fkc` preprocessor from book.toml is replaced by this
@@ -118,12 +148,16 @@ fn build(args: &[String]) -> Result<ExitCode, String> {
 
 /// Checks every contract without rendering.
 fn check(args: &[String]) -> Result<ExitCode, String> {
-    let (dir, format) = dir_and_format(args)?;
+    let Args {
+        dir,
+        format,
+        deny_unverified,
+    } = parse_args(args)?;
     let mut book = MDBook::load(&dir)
         .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
     let root = book.root.clone();
     let config = book.config.clone();
-    let outcome = preprocessor::process_book(&root, &config, &mut book.book)
+    let outcome = preprocessor::process_book_with(&root, &config, &mut book.book, deny_unverified)
         .map_err(|error| format!("{error:#}"))?;
     if format == "json" {
         println!("{}", json::render_all(&outcome.diagnostics));
@@ -135,14 +169,16 @@ fn check(args: &[String]) -> Result<ExitCode, String> {
             } else {
                 "describe-only"
             };
+            let status = if contract.verified { "ok  " } else { "spec" };
             println!(
-                "ok   {} ({kind}) {}:{} {}",
+                "{status} {} ({kind}) {}:{} {}",
                 contract.kernel, contract.file, contract.line, contract.revision_hash
             );
         }
+        let unverified = outcome.contracts.iter().filter(|c| !c.verified).count();
         println!(
-            "mdbook-fkc check: {} contract(s) verified, {} error(s)",
-            outcome.contracts.len(),
+            "mdbook-fkc check: {} contract(s) verified, {unverified} unverified, {} error(s)",
+            outcome.contracts.len() - unverified,
             errors
         );
     }

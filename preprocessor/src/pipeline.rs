@@ -45,6 +45,8 @@ pub struct ContractSummary {
     pub anchor: String,
     /// How many behavioural checks ran on it.
     pub checks: usize,
+    /// False for a spec-first (```` ```fkc,unverified ````) contract: nothing ran.
+    pub verified: bool,
     /// A link to the contract from the book's root (`seed/x.html#fkc-conv2d`), set by the caller
     /// that knows where the chapter is rendered.
     pub link: String,
@@ -57,6 +59,8 @@ pub struct BookChecker<'r> {
     registry: BookRegistry,
     verify: VerifyOptions,
     providers: Providers,
+    /// Make every ```` ```fkc,unverified ```` contract an error (`check --deny unverified`).
+    deny_unverified: bool,
 }
 
 /// What one fence turned into.
@@ -88,7 +92,14 @@ impl<'r> BookChecker<'r> {
             registry: BookRegistry::default(),
             verify,
             providers,
+            deny_unverified: false,
         }
+    }
+
+    /// Makes every unverified contract an error (FKC0005).
+    pub fn deny_unverified(mut self, deny: bool) -> Self {
+        self.deny_unverified = deny;
+        self
     }
 
     /// Processes one chapter. `path` is how the author knows the file (e.g. `book/ch1.md`).
@@ -190,6 +201,23 @@ impl<'r> BookChecker<'r> {
         );
         diagnostics.extend(found);
         let expected = fence.attributes.should_fail.as_deref();
+        let unverified = fence.attributes.unverified;
+        if unverified && self.deny_unverified {
+            diagnostics.push(
+                Diagnostic::error(
+                    Code::UnverifiedDenied,
+                    source,
+                    fence.info_offset..fence.info_offset + chapter::FENCE_LANGUAGE.len(),
+                    "this contract is marked unverified, and `--deny unverified` is set",
+                )
+                .with_label("spec-first contract")
+                .with_help(
+                    "implement the kernel and remove `,unverified` so the gate proves the contract",
+                ),
+            );
+        }
+        // A spec-first contract is resolved without its provider: its kernel may not exist yet.
+        let provider = provider.filter(|_| !unverified);
         let mut resolved = raw.as_ref().map(|raw| {
             let (resolved, found) = resolve::resolve(
                 raw,
@@ -205,6 +233,7 @@ impl<'r> BookChecker<'r> {
         // The behavioural gate runs only on a contract that imported cleanly.
         if let (Some(raw), Some(resolved), Some(provider)) = (&raw, resolved.as_mut(), provider)
             && !has_errors(&diagnostics)
+            && !unverified
         {
             let (evidence, found) = verify::verify(
                 raw,
@@ -241,6 +270,22 @@ impl<'r> BookChecker<'r> {
         let at = source.line_col(fence.block.start);
         let mut view = contract_view(raw, &fence.body, format!("{}:{}", source.path, at.line));
         resolve::decorate(&mut view, resolved, &diagnostics);
+        let verified = !fence.attributes.unverified;
+        if !verified {
+            view.badges.insert(
+                0,
+                crate::render::view::Badge {
+                    label: "not verified (spec-first)".to_owned(),
+                    kind: "warn",
+                },
+            );
+            view.evidence = vec![crate::render::view::Row {
+                field: "not verified".to_owned(),
+                value: "marked ```fkc,unverified```: parsed and resolved, but no kernel was run and no claim was checked".replace("```", "`"),
+                code: false,
+                note: None,
+            }];
+        }
         let summary = ContractSummary {
             kernel: raw.kernel.value.clone(),
             file: source.path.clone(),
@@ -254,6 +299,7 @@ impl<'r> BookChecker<'r> {
                 .collect(),
             anchor: view.anchor.clone(),
             checks: resolved.evidence.rows.len(),
+            verified,
             link: String::new(),
         };
         Ok(FenceOutcome {
@@ -387,7 +433,9 @@ fn attribute_errors(source: &Arc<SourceFile>, fence: &Fence) -> Vec<Diagnostic> 
                 fence.info_offset..fence.info_offset + chapter::FENCE_LANGUAGE.len(),
                 format!("unknown fence attribute `{attribute}`"),
             )
-            .with_help("the only attribute is `should_fail=CODE` (codes joined by `+`)")
+            .with_help(
+                "the attributes are `should_fail=CODE` (codes joined by `+`) and `unverified`",
+            )
         })
         .collect()
 }

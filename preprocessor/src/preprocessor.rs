@@ -103,6 +103,16 @@ fn report(outcome: &BookOutcome) -> Result<()> {
 
 /// Runs the pipeline over every chapter of `book`, replacing chapter contents in place.
 pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<BookOutcome> {
+    process_book_with(root, config, book, false)
+}
+
+/// [`process_book`], optionally making every unverified contract an error.
+pub fn process_book_with(
+    root: &Path,
+    config: &Config,
+    book: &mut Book,
+    deny_unverified: bool,
+) -> Result<BookOutcome> {
     let table: Option<serde_json::Value> = config
         .get(&format!("preprocessor.{NAME}"))
         .map_err(|error| Error::msg(format!("cannot read [preprocessor.{NAME}]: {error}")))?;
@@ -112,7 +122,8 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
     let providers = Providers::new(options.providers.clone());
-    let mut checker = BookChecker::with_providers(&renderer, options.verify, providers);
+    let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
+        .deny_unverified(deny_unverified);
     let mut outcome = BookOutcome {
         on_failure: options.on_failure,
         ..BookOutcome::default()

@@ -165,3 +165,50 @@ fn provider_commands_that_cannot_serve_are_located_at_the_front_matter() {
         .collect();
     assert_eq!(found, expected);
 }
+
+#[test]
+fn spec_first_contracts_are_shown_counted_and_deniable() {
+    let dir = fixture_book("spec-first");
+    let output = fkc(&["check"], &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("spec gelu (describe-only) book/gelu.md:14"));
+    assert!(stdout(&output).contains("0 contract(s) verified, 1 unverified, 0 error(s)"));
+
+    let denied = fkc(&["check", "--deny", "unverified"], &dir);
+    assert!(!denied.status.success());
+    assert!(
+        stderr(&denied).contains("error[FKC0005]"),
+        "{}",
+        stderr(&denied)
+    );
+    assert!(
+        stderr(&denied).contains("book/gelu.md:14:4"),
+        "{}",
+        stderr(&denied)
+    );
+
+    let built = fkc(&["build"], &dir);
+    assert!(built.status.success(), "{}", stderr(&built));
+    assert!(page(&dir, "gelu.html").contains("not verified (spec-first)"));
+    let inventory = page(&dir, "inventory.html");
+    assert!(inventory.contains("not verified</span>"), "{inventory}");
+    assert!(inventory.contains("1 contracts: 0 checked when this page was built, 1 not verified"));
+}
+
+#[test]
+fn this_repository_s_book_runs_its_provider_in_process() {
+    let mut providers = mdbook_fkc::providers::Providers::default();
+    let found = providers
+        .find(
+            Some("fuel-reference-backend"),
+            fuel_reference_backend::fkc::REGISTRY_PATH,
+        )
+        .unwrap()
+        .unwrap();
+    assert!(found.is_in_process());
+    let toml = std::fs::read_to_string(repo_root().join("book.toml")).unwrap();
+    assert!(
+        !toml.contains("[preprocessor.fkc.provider"),
+        "the book spawns a provider"
+    );
+}
