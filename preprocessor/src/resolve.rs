@@ -205,10 +205,12 @@ pub fn decorate(view: &mut ContractView, resolved: &Resolved, diagnostics: &[Dia
             worked.symbol,
             worked.dtype,
             worked.sample,
-            if worked.matches_oracle {
-                "The result equals the independent oracle's exactly."
-            } else {
-                "The result is within the oracle's error bound (see the checks above)."
+            match worked.matches_oracle {
+                Some(true) => "The result equals the independent oracle's exactly.",
+                Some(false) => {
+                    "The result is within the oracle's error bound (see the checks above)."
+                }
+                None => "No oracle defines this op kind: the values were not checked.",
             }
         ));
     }

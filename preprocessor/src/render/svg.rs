@@ -106,7 +106,7 @@ mod tests {
                 values: vec![1.0, -2.0, 0.5, 3.0],
                 highlight: Some((0, 0, 1, 0)),
             }],
-            matches_oracle: true,
+            matches_oracle: Some(true),
         };
         let svg = worked_example(&worked);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));

@@ -379,7 +379,14 @@ impl Gate<'_> {
             }
         }
         let values = match (oracle::has_reference(&self.op_kind), all_exact) {
-            (false, _) => String::new(),
+            (false, _) => format!(
+                "; values: not checked — no oracle for op kind `{}`",
+                if self.op_kind.is_empty() {
+                    "(none)"
+                } else {
+                    &self.op_kind
+                }
+            ),
             (true, true) => ", values exactly equal to an independent oracle's".to_owned(),
             (true, false) => format!(
                 ", values within the error bound of an independent oracle (worst {:.0}% of it)",
