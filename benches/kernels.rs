@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use fuel_reference_backend::Element;
 use fuel_reference_backend::RefTensor;
 use fuel_reference_backend::ops::{
-    Conv2dParams, ConvTranspose2dParams, MaxPool2dParams, conv_transpose2d, conv2d, max_pool2d,
+    Conv2dParams, ConvTranspose2dParams, MaxPool2dParams, conv_transpose2d,
+    conv_transpose2d_threaded, conv2d, conv2d_threaded, max_pool2d,
 };
 use half::{bf16, f16};
 
@@ -53,29 +54,112 @@ fn best_time(
     Ok(best)
 }
 
-fn report(name: &str, dtype: &str, flops: f64, time: Duration) {
+/// The machine's non-FMA peak for one core: `lanes × 2 FLOP per cycle × clock`, i.e. one
+/// vector multiply and one vector add retired per cycle (two FP ports, each able to take
+/// either; an FMA would count twice but breaks bitwise equality). `lanes` is the vector width
+/// of the widest ISA the kernels dispatch to at runtime (AVX-512: 16 f32 / 8 f64, AVX2: 8 / 4,
+/// otherwise 1: pulp's scalar path). Half types compute in f32 lanes.
+#[derive(Clone, Copy)]
+struct Peak {
+    isa: &'static str,
+    f32_lanes: f64,
+    clock_ghz: f64,
+}
+
+impl Peak {
+    fn detect() -> Peak {
+        let (isa, f32_lanes) = if std::arch::is_x86_feature_detected!("avx512f") {
+            ("AVX-512", 16.0)
+        } else if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            ("AVX2", 8.0)
+        } else {
+            ("scalar", 1.0)
+        };
+        Peak {
+            isa,
+            f32_lanes,
+            clock_ghz: measure_clock_ghz(),
+        }
+    }
+
+    /// Peak GFLOP/s for an element of `bytes` bytes.
+    fn gflops(&self, bytes: usize) -> f64 {
+        let lanes = if bytes == 8 {
+            self.f32_lanes / 2.0
+        } else {
+            self.f32_lanes
+        };
+        lanes * 2.0 * self.clock_ghz
+    }
+}
+
+/// The core clock, from a chain of dependent rotate-and-xor steps, `x = rotl(x, 13) ^ x`: the
+/// xor needs the rotate's result, and both have a 1-cycle latency on every x86 core of the
+/// last decade, so the chain runs at exactly one step per 2 cycles (and no compiler folds it
+/// into a closed form). Best of several runs.
+fn measure_clock_ghz() -> f64 {
+    const N: u64 = 100_000_000;
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let mut x = black_box(0x9e37_79b9_7f4a_7c15u64);
+        for _ in 0..N / 4 {
+            x ^= x.rotate_left(13);
+            x ^= x.rotate_left(13);
+            x ^= x.rotate_left(13);
+            x ^= x.rotate_left(13);
+        }
+        black_box(x);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    2.0 * N as f64 / best / 1e9
+}
+
+fn report(name: &str, dtype: &str, flops: f64, time: Duration, peak: Option<f64>) {
     let ms = time.as_secs_f64() * 1e3;
     let gflops = flops / time.as_secs_f64() / 1e9;
-    println!("| {name:<46} | {dtype:<4} | {ms:>9.3} | {gflops:>7.2} |");
+    let frac = match peak {
+        Some(p) => format!("{:>5.1} %", 100.0 * gflops / p),
+        None => "      -".to_string(),
+    };
+    println!("| {name:<46} | {dtype:<4} | {ms:>9.3} | {gflops:>7.2} | {frac} |");
 }
 
 fn budget<T: Element>() -> Duration {
-    // Half types compute through f32 per operation and are an order of magnitude slower.
     match T::DTYPE.size_bytes() {
-        2 => Duration::from_millis(300),
-        _ => Duration::from_millis(1500),
+        2 => Duration::from_millis(500),
+        _ => Duration::from_millis(1000),
     }
+}
+
+thread_local! {
+    static PEAK: std::cell::Cell<Option<Peak>> = const { std::cell::Cell::new(None) };
+    static THREADS: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+}
+
+fn peak_for<T: Element>() -> Option<f64> {
+    PEAK.with(|p| p.get())
+        .map(|p| p.gflops(T::DTYPE.size_bytes()) * THREADS.with(|t| t.get()) as f64)
 }
 
 fn conv_case<T: Element>(name: &str, x: [usize; 4], w: [usize; 4], p: Conv2dParams) -> BenchResult {
     let (xt, wt) = (tensor::<T>(&x, 1)?, tensor::<T>(&w, 2)?);
     let out = p.out_dims(&x, &w)?;
     let flops = 2.0 * (out.iter().product::<usize>() * w[1] * w[2] * w[3]) as f64;
+    let threads = THREADS.with(|t| t.get());
     let time = best_time(budget::<T>(), || {
-        black_box(conv2d(black_box(&xt), black_box(&wt), None, &p)?);
+        black_box(conv2d_threaded(
+            black_box(&xt),
+            black_box(&wt),
+            None,
+            &p,
+            threads,
+        )?);
         Ok(())
     })?;
-    report(name, T::DTYPE.suffix(), flops, time);
+    report(name, T::DTYPE.suffix(), flops, time, peak_for::<T>());
     Ok(())
 }
 
@@ -87,15 +171,25 @@ fn conv_t_case<T: Element>(
 ) -> BenchResult {
     let (xt, wt) = (tensor::<T>(&x, 3)?, tensor::<T>(&w, 4)?);
     let flops = 2.0 * (x.iter().product::<usize>() * w[1] * w[2] * w[3]) as f64;
+    let threads = THREADS.with(|t| t.get());
     let time = best_time(budget::<T>(), || {
-        black_box(conv_transpose2d(black_box(&xt), black_box(&wt), &p)?);
+        black_box(conv_transpose2d_threaded(
+            black_box(&xt),
+            black_box(&wt),
+            &p,
+            threads,
+        )?);
         Ok(())
     })?;
-    report(name, T::DTYPE.suffix(), flops, time);
+    report(name, T::DTYPE.suffix(), flops, time, peak_for::<T>());
     Ok(())
 }
 
 fn pool_case<T: Element>(name: &str, x: [usize; 4], p: MaxPool2dParams) -> BenchResult {
+    if THREADS.with(|t| t.get()) > 1 {
+        // max_pool2d has no threaded variant.
+        return Ok(());
+    }
     let xt = tensor::<T>(&x, 5)?;
     let out = p.out_dims(&x)?;
     let compares = (out.iter().product::<usize>() * p.kernel_size * p.kernel_size) as f64;
@@ -103,13 +197,14 @@ fn pool_case<T: Element>(name: &str, x: [usize; 4], p: MaxPool2dParams) -> Bench
         black_box(max_pool2d(black_box(&xt), &p)?);
         Ok(())
     })?;
-    report(name, T::DTYPE.suffix(), compares, time);
+    report(name, T::DTYPE.suffix(), compares, time, None);
     Ok(())
 }
 
-/// Asserts (once, untimed) that the timed f32 layers are bitwise the naive nested loops.
-fn verify_bitwise(c: util::Case, transposed: bool) -> BenchResult {
-    let (x, w) = (tensor::<f32>(&c.x, 1)?, tensor::<f32>(&c.w, 2)?);
+/// Asserts (once, untimed) that a timed layer is bitwise the naive nested loops, on the
+/// benchmark's own inputs, with one thread and with two.
+fn verify_bitwise<T: Element>(c: util::Case, transposed: bool) -> BenchResult {
+    let (x, w) = (tensor::<T>(&c.x, 1)?, tensor::<T>(&c.w, 2)?);
     let (got, naive) = if transposed {
         let p = ConvTranspose2dParams {
             stride: c.stride,
@@ -118,10 +213,11 @@ fn verify_bitwise(c: util::Case, transposed: bool) -> BenchResult {
             dilation: c.dilation,
             groups: c.groups,
         };
-        (
-            conv_transpose2d(&x, &w, &p)?,
-            util::naive_conv_t(&c, x.data(), w.data()).0,
-        )
+        let one = conv_transpose2d(&x, &w, &p)?;
+        if conv_transpose2d_threaded(&x, &w, &p, 2)?.data() != one.data() {
+            return Err(format!("{c:?}: two threads differ from one").into());
+        }
+        (one, util::naive_conv_t(&c, x.data(), w.data()).0)
     } else {
         let p = Conv2dParams {
             stride: c.stride,
@@ -129,16 +225,17 @@ fn verify_bitwise(c: util::Case, transposed: bool) -> BenchResult {
             dilation: c.dilation,
             groups: c.groups,
         };
-        (
-            conv2d(&x, &w, None, &p)?,
-            util::naive_conv2d(&c, x.data(), w.data(), None).0,
-        )
+        let one = conv2d(&x, &w, None, &p)?;
+        if conv2d_threaded(&x, &w, None, &p, 2)?.data() != one.data() {
+            return Err(format!("{c:?}: two threads differ from one").into());
+        }
+        (one, util::naive_conv2d(&c, x.data(), w.data(), None).0)
     };
     let same = got
         .data()
         .iter()
         .zip(&naive)
-        .all(|(a, b)| a.to_bits() == b.to_bits());
+        .all(|(a, b)| a.to_bits_u64() == b.to_bits_u64());
     if !same || got.data().len() != naive.len() {
         return Err(format!("{c:?}: kernel differs from the naive nested loop").into());
     }
@@ -147,6 +244,42 @@ fn verify_bitwise(c: util::Case, transposed: bool) -> BenchResult {
 
 fn all_dtypes(f: &dyn Fn(u8) -> BenchResult) -> BenchResult {
     (0..4).try_for_each(f)
+}
+
+/// The max_pool2d scan from its definition (seed with the corner, `max_step` over the window).
+fn verify_pool<T: Element>(x: [usize; 4], p: MaxPool2dParams) -> BenchResult {
+    let xt = tensor::<T>(&x, 5)?;
+    let got = max_pool2d(&xt, &p)?;
+    let [_, _, h, w] = x;
+    let (k, s) = (p.kernel_size, p.stride);
+    let (ho, wo) = ((h - k) / s + 1, (w - k) / s + 1);
+    let mut want = Vec::new();
+    for plane in xt.data().chunks_exact(h * w) {
+        for oh in 0..ho {
+            for ow in 0..wo {
+                let mut m = plane[oh * s * w + ow * s];
+                for r in 0..k {
+                    for c in 0..k {
+                        m = fuel_reference_backend::ops::max_step(
+                            m,
+                            plane[(oh * s + r) * w + ow * s + c],
+                        );
+                    }
+                }
+                want.push(m);
+            }
+        }
+    }
+    let same = got.data().len() == want.len()
+        && got
+            .data()
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits_u64() == b.to_bits_u64());
+    if !same {
+        return Err(format!("max_pool2d {x:?}: differs from the window scan").into());
+    }
+    Ok(())
 }
 
 fn main() -> BenchResult {
@@ -160,23 +293,61 @@ fn main() -> BenchResult {
         output_padding: (0, 0),
         groups,
     };
-    verify_bitwise(
-        layer([1, 64, 56, 56], [64, 64, 3, 3], (1, 1), (1, 1), 1),
-        false,
-    )?;
-    verify_bitwise(
-        layer([1, 64, 56, 56], [64, 1, 3, 3], (1, 1), (1, 1), 64),
-        false,
-    )?;
-    verify_bitwise(
-        layer([1, 64, 28, 28], [64, 32, 4, 4], (2, 2), (1, 1), 1),
-        true,
-    )?;
+    let resnet_case = layer([1, 64, 56, 56], [64, 64, 3, 3], (1, 1), (1, 1), 1);
+    let depthwise_case = layer([1, 64, 56, 56], [64, 1, 3, 3], (1, 1), (1, 1), 64);
+    let conv_t_case = layer([1, 64, 28, 28], [64, 32, 4, 4], (2, 2), (1, 1), 1);
+    let pool_params = MaxPool2dParams {
+        kernel_size: 3,
+        stride: 2,
+    };
+    all_dtypes(&|d| {
+        let run = |c, t| match d {
+            0 => verify_bitwise::<f32>(c, t),
+            1 => verify_bitwise::<f64>(c, t),
+            2 => verify_bitwise::<bf16>(c, t),
+            _ => verify_bitwise::<f16>(c, t),
+        };
+        run(resnet_case, false)?;
+        run(depthwise_case, false)?;
+        run(conv_t_case, true)?;
+        let xp = [1, 64, 112, 112];
+        match d {
+            0 => verify_pool::<f32>(xp, pool_params),
+            1 => verify_pool::<f64>(xp, pool_params),
+            2 => verify_pool::<bf16>(xp, pool_params),
+            _ => verify_pool::<f16>(xp, pool_params),
+        }
+    })?;
     println!(
-        "f32 ResNet, depthwise and transposed layers: bitwise equal to the naive nested loops\n"
+        "Every layer below, in every dtype, is bitwise equal to the naive nested loops \
+         (and 2 threads to 1)."
     );
-    println!("| kernel / layer                                 | type |  best ms  | GFLOP/s |");
-    println!("|------------------------------------------------|------|-----------|---------|");
+    let peak = Peak::detect();
+    PEAK.with(|p| p.set(Some(peak)));
+    println!(
+        "ISA {}, measured clock {:.2} GHz; non-FMA peak per core = lanes x 2 FLOP/cycle x clock \
+         = {:.1} GFLOP/s f32, {:.1} f64 (bf16/f16 compute in f32 lanes).\n",
+        peak.isa,
+        peak.clock_ghz,
+        peak.gflops(4),
+        peak.gflops(8)
+    );
+    for threads in [1, 2] {
+        THREADS.with(|t| t.set(threads));
+        println!("{threads} thread(s):\n");
+        table()?;
+        println!();
+    }
+    Ok(())
+}
+
+fn table() -> BenchResult {
+    println!(
+        "| kernel / layer                                 | type |  best ms  | GFLOP/s | of peak |"
+    );
+    println!(
+        "|------------------------------------------------|------|-----------|---------|---------|"
+    );
     let resnet = Conv2dParams {
         padding: (1, 1),
         ..Conv2dParams::default()

@@ -19,7 +19,7 @@ use util::{Case, Rng, conv_out_len, conv_t_out_len, naive_conv_t, naive_conv2d};
 /// a sprinkling of specials when `specials` is set.
 fn value(rng: &mut Rng, specials: bool) -> f64 {
     let r = rng.next_u64();
-    if specials && r % 23 == 0 {
+    if specials && r.is_multiple_of(23) {
         const SPECIAL: [f64; 9] = [
             0.0,
             -0.0,

@@ -215,11 +215,19 @@ fn padded_input<E: Fast>(g: &Gather, x: &[E], row_len: usize) -> Option<Vec<Acc<
     let in_rows = x.chunks_exact(g.width);
     let out_rows = buf.chunks_exact_mut(g.phases * row_len);
     for (src, dst) in in_rows.zip(out_rows) {
-        for (iw, &v) in src.iter().enumerate() {
-            let pos = iw + g.left;
-            let q = pos / g.phases;
-            if q < row_len {
-                dst[(pos % g.phases) * row_len + q] = v.widen();
+        // Input column iw lands in phase (iw + left) % phases at index (iw + left) / phases:
+        // walk each phase's columns with a step instead of dividing per element.
+        for p in 0..g.phases {
+            // First input column of phase p: the smallest iw ≥ 0 with (iw + left) % phases = p.
+            let first = (p + g.phases - g.left % g.phases) % g.phases;
+            let q0 = (first + g.left) / g.phases;
+            let Some(room) = row_len.checked_sub(q0) else {
+                continue;
+            };
+            let dst_row = &mut dst[p * row_len + q0..(p + 1) * row_len];
+            let cols = src.iter().skip(first).step_by(g.phases).take(room);
+            for (d, &v) in dst_row.iter_mut().zip(cols) {
+                *d = v.widen();
             }
         }
     }
@@ -315,7 +323,18 @@ fn run_typed<E: Fast>(
         });
     }
     drop(items);
-    Some(out.into_iter().map(E::narrow).collect())
+    // f32 and f64 accumulate in their own type: hand the buffer over without a copy.
+    match (Box::new(out) as Box<dyn Any>).downcast::<Vec<E>>() {
+        Ok(same) => Some(*same),
+        Err(other) => Some(
+            other
+                .downcast::<Vec<Acc<E>>>()
+                .ok()?
+                .into_iter()
+                .map(E::narrow)
+                .collect(),
+        ),
+    }
 }
 
 /// Output channels per register tile: 4 for f32/f64; 1 for the half types, whose rounding
