@@ -60,6 +60,14 @@ fn errors(dir: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// (code, file:line) pairs as `errors` returns them.
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(code, at)| ((*code).to_owned(), (*at).to_owned()))
+        .collect()
+}
+
 #[test]
 fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
     let dir = temp_dir("demo-book");
@@ -102,15 +110,11 @@ fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
 fn a_lying_provider_fails_with_the_built_in_codes() {
     let dir = provider_book("providers-lying");
     let found = errors(&dir);
-    let expected = [
+    let expected = owned(&[
         ("FKC0406", "book/lies.md:26"),
         ("FKC0403", "book/lies.md:80"),
         ("FKC0409", "book/lies.md:145"),
-    ];
-    let expected: Vec<(String, String)> = expected
-        .iter()
-        .map(|(c, at)| ((*c).to_owned(), (*at).to_owned()))
-        .collect();
+    ]);
     assert_eq!(found, expected);
 }
 
@@ -154,15 +158,11 @@ fn crashing_and_hanging_kernels_are_located_failures_within_the_time_limit() {
 fn provider_commands_that_cannot_serve_are_located_at_the_front_matter() {
     let dir = provider_book("providers-broken");
     let found = errors(&dir);
-    let expected = [
+    let expected = owned(&[
         ("FKC0312", "book/missing.md:4"),
         ("FKC0313", "book/future.md:4"),
         ("FKC0314", "book/wrong-registry.md:7"),
-    ];
-    let expected: Vec<(String, String)> = expected
-        .iter()
-        .map(|(c, at)| ((*c).to_owned(), (*at).to_owned()))
-        .collect();
+    ]);
     assert_eq!(found, expected);
 }
 
