@@ -176,7 +176,7 @@ fn insert_inventory(
         let BookItem::Chapter(chapter) = item else {
             return;
         };
-        if failure.is_some() || !chapter.content.contains(INVENTORY_MARKER) {
+        if failure.is_some() || marker_lines(&chapter.content).is_empty() {
             return;
         }
         let depth = chapter
@@ -185,7 +185,7 @@ fn insert_inventory(
             .map_or(0, |p| p.components().count().saturating_sub(1));
         let prefix = "../".repeat(depth);
         match renderer.inventory(contracts, &prefix) {
-            Ok(html) => chapter.content = chapter.content.replace(INVENTORY_MARKER, &html),
+            Ok(html) => chapter.content = replace_markers(&chapter.content, &html),
             Err(error) => failure = Some(error),
         }
     });
@@ -194,6 +194,50 @@ fn insert_inventory(
 
 /// The line a chapter writes where the inventory of all contracts goes.
 pub const INVENTORY_MARKER: &str = "<!-- fkc:inventory -->";
+
+/// The byte ranges of the lines that are exactly the marker (up to three spaces of indent and
+/// trailing blanks), outside fenced code blocks. A marker quoted in inline code or shown in a
+/// code block is text, not a marker.
+fn marker_lines(content: &str) -> Vec<std::ops::Range<usize>> {
+    let mut found = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
+    let mut start = 0;
+    for line in content.split_inclusive('\n') {
+        let range = start..start + line.len();
+        start += line.len();
+        let text = line.trim_end();
+        let indent = text.len() - text.trim_start().len();
+        let body = text.trim_start();
+        let opener = body.chars().next().filter(|c| *c == '`' || *c == '~');
+        let run = opener.map_or(0, |c| body.chars().take_while(|x| *x == c).count());
+        match (fence, opener) {
+            (None, Some(c)) if indent < 4 && run >= 3 => fence = Some((c, run)),
+            (Some((c, n)), Some(d))
+                if c == d && run >= n && body.trim_start_matches(c).is_empty() =>
+            {
+                fence = None;
+            }
+            (None, _) if indent < 4 && body == INVENTORY_MARKER => found.push(range),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// `content` with every marker line replaced by `html` (which goes on lines of its own, so
+/// mdBook reads it as an HTML block and its typographic pass leaves the style sheet alone).
+fn replace_markers(content: &str, html: &str) -> String {
+    let mut out = String::with_capacity(content.len() + html.len());
+    let mut cursor = 0;
+    for range in marker_lines(content) {
+        out.push_str(content.get(cursor..range.start).unwrap_or(""));
+        out.push_str(html.trim_end());
+        out.push('\n');
+        cursor = range.end;
+    }
+    out.push_str(content.get(cursor..).unwrap_or(""));
+    out
+}
 
 /// Warns when the calling mdbook differs in minor version from the one this was built against.
 pub fn version_warning(calling: &str) -> Option<String> {
@@ -217,6 +261,16 @@ pub fn failed(outcome: &BookOutcome) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_marker_line_outside_code_is_replaced() {
+        let text = "# Inventory\n\n<!-- fkc:inventory -->\n\nWrite `<!-- fkc:inventory -->` on a line.\n\n```md\n<!-- fkc:inventory -->\n```\n\n~~~~\n<!-- fkc:inventory -->\n```\n~~~~\n    <!-- fkc:inventory -->\n";
+        let out = replace_markers(text, "<style>a { b: c } -- x</style>\n<table></table>\n");
+        assert_eq!(out.matches("<table>").count(), 1, "{out}");
+        assert_eq!(out.matches(INVENTORY_MARKER).count(), 4, "{out}");
+        assert!(out.starts_with("# Inventory\n\n<style>"), "{out}");
+        assert_eq!(replace_markers("no marker", "<x>"), "no marker");
+    }
 
     #[test]
     fn version_warning_only_on_minor_mismatch() {

@@ -200,19 +200,7 @@ pub fn decorate(view: &mut ContractView, resolved: &Resolved, diagnostics: &[Dia
         .collect();
     if let Some(worked) = &resolved.evidence.worked {
         view.figure = Some(crate::render::svg::worked_example(worked));
-        view.figure_caption = Some(format!(
-            "Computed by `{}` ({}) when this page was built, on {}; operands are small integers, so every dtype holds them exactly. {}",
-            worked.symbol,
-            worked.dtype,
-            worked.sample,
-            match worked.matches_oracle {
-                Some(true) => "The result equals the independent oracle's exactly.",
-                Some(false) => {
-                    "The result is within the oracle's error bound (see the checks above)."
-                }
-                None => "No oracle defines this op kind: the values were not checked.",
-            }
-        ));
+        view.figure_caption = Some(crate::render::svg::caption(worked));
     }
     view.import_notes = diagnostics
         .iter()

@@ -89,6 +89,21 @@ pub fn worked_example(worked: &Worked) -> String {
     out
 }
 
+/// The sentence under the figure: what ran, on what, and how it compared with the oracle.
+pub fn caption(worked: &Worked) -> String {
+    format!(
+        "Computed by `{}` ({}) when this page was built, on {}; operands are small integers, so every dtype holds them exactly. {}",
+        worked.symbol,
+        worked.dtype,
+        worked.sample,
+        match worked.matches_oracle {
+            Some(true) => "The result equals the independent oracle's exactly.",
+            Some(false) => "The result is within the oracle's error bound (see the checks above).",
+            None => "No oracle defines this op kind: the values were not checked.",
+        }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
