@@ -47,6 +47,11 @@ pub struct ContractSummary {
     pub checks: usize,
     /// False for a spec-first (```` ```fkc,unverified ````) contract: nothing ran.
     pub verified: bool,
+    /// The contract fails the gate (only listed with `on-failure = "continue"`, where the book
+    /// still builds).
+    pub failing: bool,
+    /// What the gate ran on it: (check, result), as on the page.
+    pub evidence: Vec<(String, String)>,
     /// A link to the contract from the book's root (`seed/x.html#fkc-conv2d`), set by the caller
     /// that knows where the chapter is rendered.
     pub link: String,
@@ -300,6 +305,8 @@ impl<'r> BookChecker<'r> {
             anchor: view.anchor.clone(),
             checks: resolved.evidence.rows.len(),
             verified,
+            failing: false,
+            evidence: resolved.evidence.rows.clone(),
             link: String::new(),
         };
         Ok(FenceOutcome {
