@@ -12,6 +12,9 @@ use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::view::{broadcast_view_of, offset_view_of, reversed_view_of, strided_view_of};
 use fkc_provider::{AnyTensor, DType, Operand, ParamValues};
 
+use super::Gate;
+use crate::diag::Code;
+
 /// One layout flag of one input that does not hold.
 #[derive(Debug, Clone)]
 pub struct LayoutFailure {
@@ -207,4 +210,68 @@ fn constant_along_first_axis(t: &AnyTensor) -> Option<AnyTensor> {
 
 fn same_bits(a: &[AnyTensor], b: &[AnyTensor]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+impl Gate<'_> {
+    /// Layout claims hold on real strided, offset, reversed and broadcast views.
+    pub(super) fn layouts(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        admitted: &[(Sample, Vec<Vec<i64>>)],
+    ) {
+        let Some((sample, _)) = admitted.first() else {
+            return;
+        };
+        let report = check(self.raw, kernel, sample, dtype, self.seed);
+        if let Some(failure) = report.failure {
+            let input = self
+                .raw
+                .inputs
+                .iter()
+                .find(|i| i.name.value == failure.input);
+            let span = input
+                .and_then(|i| i.layout.as_ref())
+                .and_then(|l| {
+                    l.flags()
+                        .into_iter()
+                        .find(|(f, _)| *f == failure.flag)
+                        .and_then(|(_, r)| r.map(|r| r.span.clone()))
+                })
+                .or_else(|| input.map(|i| i.span.clone()))
+                .unwrap_or_else(|| self.raw.kernel.span.clone());
+            let diagnostic = self.error(Code::LayoutClaim, span, failure.message);
+            diagnostic
+                .notes
+                .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+            diagnostic.help.push(
+                "state the layouts the kernel really takes (`required`, `accepted` or `rejected`)"
+                    .to_owned(),
+            );
+            return;
+        }
+        if report.tried.is_empty() {
+            return;
+        }
+        let mut by_outcome: Vec<(&str, Vec<String>)> = Vec::new();
+        for (input, flag, outcome) in &report.tried {
+            let entry = format!("{flag} `{input}`");
+            match by_outcome.iter_mut().find(|(o, _)| o == outcome) {
+                Some((_, list)) => list.push(entry),
+                None => by_outcome.push((outcome, vec![entry])),
+            }
+        }
+        let summary: Vec<String> = by_outcome
+            .iter()
+            .map(|(outcome, views)| format!("{}: {outcome}", views.join(", ")))
+            .collect();
+        self.evidence.rows.push((
+            "layout claims".to_owned(),
+            format!(
+                "real views through `{}` — {}",
+                kernel.symbol,
+                summary.join("; ")
+            ),
+        ));
+    }
 }

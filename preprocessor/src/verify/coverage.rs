@@ -1,0 +1,81 @@
+//! Coverage: every fast path's condition holds on some admitted sample, and every optional
+//! input ran both present and absent.
+
+use super::Gate;
+use super::sample::Sample;
+use crate::diag::Code;
+use fkc_provider::DType;
+
+impl Gate<'_> {
+    /// Every fast path's `when` is taken by some admitted sample, and every optional input ran
+    /// both present and absent.
+    pub(super) fn coverage(&mut self, dtype: DType, admitted: &[(Sample, Vec<Vec<i64>>)]) {
+        let contract = self.domain.contract;
+        let mut hits = vec![0usize; contract.fast_paths.len()];
+        for (sample, outputs) in admitted {
+            let mut bindings = self.domain.bindings(sample, dtype);
+            self.domain.bind_outputs(&mut bindings, outputs);
+            for (hit, path) in hits.iter_mut().zip(&contract.fast_paths) {
+                if crate::expr::eval(&path.expr, &bindings)
+                    .ok()
+                    .and_then(|v| v.as_bool())
+                    == Some(true)
+                {
+                    *hit += 1;
+                }
+            }
+        }
+        let mut taken = Vec::new();
+        for (count, path) in hits.iter().zip(&contract.fast_paths) {
+            if *count == 0 && !admitted.is_empty() {
+                let span = path.source.span.clone();
+                let diagnostic = self.error(
+                    Code::FastPathUnreachable,
+                    span,
+                    format!(
+                        "no admitted sample takes the fast path `{}`",
+                        path.source.value
+                    ),
+                );
+                diagnostic
+                    .notes
+                    .push(format!("{} admitted samples were drawn", admitted.len()));
+                diagnostic.help.push("a fast path no input in the contract's domain can take is dead: fix its condition or remove it".to_owned());
+                return;
+            }
+            taken.push(format!("`{}`: {count}", path.source.value));
+        }
+        if !taken.is_empty() {
+            self.evidence.rows.push((
+                "fast paths taken".to_owned(),
+                format!("admitted samples taking each: {}", taken.join("; ")),
+            ));
+        }
+        let optional: Vec<String> = self
+            .raw
+            .inputs
+            .iter()
+            .filter(|i| i.optional.as_ref().is_some_and(|o| o.value))
+            .map(|input| {
+                let present = admitted
+                    .iter()
+                    .filter(|(s, _)| {
+                        s.inputs
+                            .iter()
+                            .any(|(n, _, p)| *n == input.name.value && *p)
+                    })
+                    .count();
+                format!(
+                    "`{}` present in {present}, absent in {}",
+                    input.name.value,
+                    admitted.len() - present
+                )
+            })
+            .collect();
+        if !optional.is_empty() {
+            self.evidence
+                .rows
+                .push(("optional inputs".to_owned(), optional.join("; ")));
+        }
+    }
+}

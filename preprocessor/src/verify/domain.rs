@@ -1,0 +1,157 @@
+//! The contract's domain: admitted samples and samples breaking exactly one constraint, drawn
+//! with bounded effort; each constraint must be needed (a sample breaking it alone is rejected).
+
+use super::run::{Outcome, call};
+use super::sample::{Rng, Sample, Verdict};
+use super::{Admitted, Breaking, Gate, VerifyOptions};
+use crate::diag::Code;
+use crate::providers::Kernel;
+use fkc_provider::DType;
+use std::ops::Range;
+
+/// Candidates drawn per wanted sample before giving up, and a hard cap, so that sampling takes
+/// bounded time on any contract (however many constraints it declares).
+const ATTEMPTS_PER_SAMPLE: usize = 150;
+const MAX_ATTEMPTS: usize = 40_000;
+/// Constraint evaluations per contract, at most (a contract with thousands of constraints gets
+/// proportionally fewer candidates).
+const MAX_EVALUATIONS: usize = 4_000_000;
+
+impl Gate<'_> {
+    /// Draws admitted samples and samples breaking exactly one constraint.
+    pub(super) fn draw(&self, dtype: DType, options: VerifyOptions) -> (Admitted, Breaking) {
+        let mut rng = Rng::new(options.seed);
+        let constraints = self.domain.contract.input_constraints.len()
+            + self.domain.contract.param_constraints.len();
+        let mut admitted: Admitted = Vec::new();
+        let mut breaking: Breaking = Vec::new();
+        let attempts = ATTEMPTS_PER_SAMPLE
+            .saturating_mul(options.samples.max(1))
+            .saturating_mul(1 + constraints)
+            .min(MAX_ATTEMPTS)
+            .min(MAX_EVALUATIONS / (1 + constraints));
+        for _ in 0..attempts {
+            let sample = self.domain.draw(&mut rng);
+            match self.domain.verdict(&sample, dtype) {
+                Verdict::Admitted { outputs }
+                    if admitted.len() < options.samples
+                        && !admitted.iter().any(|(s, _)| *s == sample) =>
+                {
+                    admitted.push((sample, outputs));
+                }
+                Verdict::Breaks { constraint }
+                    if breaking.iter().filter(|(_, c)| *c == constraint).count()
+                        < options.samples.div_ceil(4) =>
+                {
+                    breaking.push((sample, constraint));
+                }
+                _ => {}
+            }
+            if admitted.len() >= options.samples
+                && breaking.len() >= constraints * options.samples.div_ceil(4)
+            {
+                break;
+            }
+        }
+        (admitted, breaking)
+    }
+
+    /// No drawn sample satisfies the contract: nothing could be verified, which is an error.
+    pub(super) fn empty_domain(&mut self, options: VerifyOptions) {
+        let span = self
+            .raw
+            .outputs
+            .first()
+            .and_then(|o| o.shape_rule.as_ref().map(|r| r.span.clone()))
+            .unwrap_or_else(|| self.raw.kernel.span.clone());
+        let diagnostic = self.error(
+            Code::EmptyDomain,
+            span,
+            "no sample satisfies this contract, so the gate could verify nothing".to_owned(),
+        );
+        diagnostic.notes.push(format!(
+            "samples draw every dim from 1 to 6 and every op-param from 0 to 4 (seed {:#x}); none had every constraint true and every output dimension defined and at least 1",
+            options.seed
+        ));
+        diagnostic.help.push(
+            "check the shape rule and the constraints: together they must admit small inputs"
+                .to_owned(),
+        );
+    }
+
+    /// Every sample breaking exactly one constraint must be rejected.
+    pub(super) fn breaking(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        samples: &[(Sample, usize)],
+    ) {
+        let mut rejected = 0;
+        for (index, (sample, constraint)) in samples.iter().enumerate() {
+            let outcome = call(
+                kernel,
+                &self.domain,
+                sample,
+                dtype,
+                self.seed ^ index as u64,
+                false,
+            );
+            if let Outcome::Crashed(crash) = &outcome {
+                self.crashed(kernel, dtype, sample, crash);
+                return;
+            }
+            if let Outcome::Accepted { .. } = outcome {
+                let located = self.constraint_source(*constraint);
+                let diagnostic = self.error(
+                    Code::OverPromise,
+                    located.0,
+                    format!(
+                        "`{}` accepts a sample that breaks this constraint",
+                        kernel.symbol
+                    ),
+                );
+                diagnostic.label = Some("the only constraint the sample breaks".to_owned());
+                diagnostic
+                    .notes
+                    .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+                diagnostic.help.push(format!("the kernel does not need `{}`: relax the constraint, or make the kernel validate it", located.1));
+                return;
+            }
+            rejected += 1;
+        }
+        let total = self.domain.contract.input_constraints.len()
+            + self.domain.contract.param_constraints.len();
+        let per_constraint: Vec<String> = (0..total)
+            .map(|index| {
+                let count = samples.iter().filter(|(_, c)| *c == index).count();
+                let text = self.constraint_source(index).1;
+                if count == 0 {
+                    format!("`{text}`: never broken alone (breaking it also breaks another rule)")
+                } else {
+                    format!("`{text}`: {count} rejected")
+                }
+            })
+            .collect();
+        if total > 0 {
+            self.evidence.rows.push((
+                "each constraint is needed".to_owned(),
+                format!("{rejected} samples breaking exactly one constraint, each rejected by `{}` — {}", kernel.symbol, per_constraint.join("; ")),
+            ));
+        }
+    }
+
+    pub(super) fn constraint_source(&self, index: usize) -> (Range<usize>, String) {
+        let contract = self.domain.contract;
+        let resolved = match contract.input_constraints.get(index) {
+            Some((_, c)) => c,
+            None => match contract
+                .param_constraints
+                .get(index - contract.input_constraints.len())
+            {
+                Some((_, c)) => c,
+                None => return (self.raw.kernel.span.clone(), String::new()),
+            },
+        };
+        (resolved.source.span.clone(), resolved.source.value.clone())
+    }
+}
