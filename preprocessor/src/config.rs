@@ -3,6 +3,7 @@
 //! option is never silently ignored.
 
 use crate::diag::did_you_mean;
+use crate::providers::{DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT, ProviderConfig};
 use crate::verify::VerifyOptions;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,25 +32,6 @@ pub struct Options {
     /// `[preprocessor.fkc.provider.NAME]` tables: provider commands by name.
     pub providers: BTreeMap<String, ProviderConfig>,
 }
-
-/// How to start one provider (`[preprocessor.fkc.provider.NAME]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderConfig {
-    /// The command, run through the shell in `dir`.
-    pub command: String,
-    /// Where the command runs: the book's root (set by the caller; `.` until then).
-    pub dir: PathBuf,
-    /// The time limit of one call (`call-timeout-ms`, default 10 s).
-    pub call_timeout: Duration,
-    /// The time limit of the start and handshake (`start-timeout-ms`, default 10 min, enough
-    /// for a `cargo run` that compiles the provider first).
-    pub start_timeout: Duration,
-}
-
-/// The default time limit of one call.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default time limit of a provider's start.
-pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(600);
 
 const OWN_KEYS: &[&str] = &["on-failure", "template-dir", "samples", "seed", "provider"];
 const PROVIDER_KEYS: &[&str] = &["command", "call-timeout-ms", "start-timeout-ms"];

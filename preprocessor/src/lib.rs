@@ -15,6 +15,7 @@ pub mod pipeline;
 pub mod preprocessor;
 pub mod providers;
 pub mod render;
+pub mod report;
 pub mod resolve;
 pub mod revision;
 pub mod source;

@@ -10,52 +10,16 @@ use crate::contract::read_block;
 use crate::diag::text::{self, Style};
 use crate::diag::{Code, Diagnostic, has_errors};
 use crate::providers::{Provider, Providers};
+use crate::render::decorate::decorate;
 use crate::render::view::{contract_view, provider_view};
 use crate::render::{RenderError, Renderer};
+use crate::report::{ChapterReport, ContractSummary};
 use crate::resolve::{self, BookRegistry};
 use crate::source::SourceFile;
-use crate::verify::{self, VerifyOptions};
+use crate::verify::{self, Evidence, VerifyOptions};
 use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::Arc;
-
-/// What processing one chapter produced.
-#[derive(Debug, Default)]
-pub struct ChapterReport {
-    /// The new Markdown, or `None` when the chapter holds no FKC content (left byte-identical).
-    pub content: Option<String>,
-    /// Every diagnostic that counts (errors fail the build; notes are informational).
-    pub diagnostics: Vec<Diagnostic>,
-    /// The contracts that were read and passed, in order.
-    pub contracts: Vec<ContractSummary>,
-}
-
-/// A one-line summary of a checked contract, for inventories and `check` output.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ContractSummary {
-    pub kernel: String,
-    pub file: String,
-    pub line: usize,
-    pub registrable: bool,
-    pub revision_hash: String,
-    pub blurb: Option<String>,
-    /// The declared dtypes (F32, …).
-    pub dtypes: Vec<String>,
-    /// The HTML id of the contract's section.
-    pub anchor: String,
-    /// How many behavioural checks ran on it.
-    pub checks: usize,
-    /// False for a spec-first (```` ```fkc,unverified ````) contract: nothing ran.
-    pub verified: bool,
-    /// The contract fails the gate (only listed with `on-failure = "continue"`, where the book
-    /// still builds).
-    pub failing: bool,
-    /// What the gate ran on it: (check, result), as on the page.
-    pub evidence: Vec<(String, String)>,
-    /// A link to the contract from the book's root (`seed/x.html#fkc-conv2d`), set by the caller
-    /// that knows where the chapter is rendered.
-    pub link: String,
-}
 
 /// Checks the chapters of one book, remembering what spans chapters (kernel names).
 #[derive(Debug)]
@@ -223,7 +187,7 @@ impl<'r> BookChecker<'r> {
         }
         // A spec-first contract is resolved without its provider: its kernel may not exist yet.
         let provider = provider.filter(|_| !unverified);
-        let mut resolved = raw.as_ref().map(|raw| {
+        let resolved = raw.as_ref().map(|raw| {
             let (resolved, found) = resolve::resolve(
                 raw,
                 front,
@@ -236,11 +200,12 @@ impl<'r> BookChecker<'r> {
             resolved
         });
         // The behavioural gate runs only on a contract that imported cleanly.
-        if let (Some(raw), Some(resolved), Some(provider)) = (&raw, resolved.as_mut(), provider)
+        let mut evidence = Evidence::default();
+        if let (Some(raw), Some(resolved), Some(provider)) = (&raw, resolved.as_ref(), provider)
             && !has_errors(&diagnostics)
             && !unverified
         {
-            let (evidence, found) = verify::verify(
+            let (ran, found) = verify::verify(
                 raw,
                 &resolved.contract,
                 &resolved.import,
@@ -248,7 +213,7 @@ impl<'r> BookChecker<'r> {
                 source,
                 self.verify,
             );
-            resolved.evidence = evidence;
+            evidence = ran;
             diagnostics.extend(found);
         }
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
@@ -257,7 +222,7 @@ impl<'r> BookChecker<'r> {
             None if has_errors(&diagnostics) => self.failure(fence, diagnostics),
             None => match (raw, resolved) {
                 (Some(raw), Some(resolved)) => {
-                    self.success(source, fence, &raw, &resolved, diagnostics)
+                    self.success(source, fence, &raw, &resolved, &evidence, diagnostics)
                 }
                 _ => self.failure(fence, diagnostics),
             },
@@ -270,11 +235,12 @@ impl<'r> BookChecker<'r> {
         fence: &Fence,
         raw: &RawContract,
         resolved: &resolve::Resolved,
+        evidence: &Evidence,
         diagnostics: Vec<Diagnostic>,
     ) -> Result<FenceOutcome, RenderError> {
         let at = source.line_col(fence.block.start);
         let mut view = contract_view(raw, &fence.body, format!("{}:{}", source.path, at.line));
-        resolve::decorate(&mut view, resolved, &diagnostics);
+        decorate(&mut view, resolved, evidence, &diagnostics);
         let verified = !fence.attributes.unverified;
         if !verified {
             view.badges.insert(
@@ -303,10 +269,10 @@ impl<'r> BookChecker<'r> {
                 .map(|d| d.name().to_owned())
                 .collect(),
             anchor: view.anchor.clone(),
-            checks: resolved.evidence.rows.len(),
+            checks: evidence.rows.len(),
             verified,
             failing: false,
-            evidence: resolved.evidence.rows.clone(),
+            evidence: evidence.rows.clone(),
             link: String::new(),
         };
         Ok(FenceOutcome {

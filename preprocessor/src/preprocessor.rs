@@ -5,9 +5,10 @@
 use crate::config::{OnFailure, Options};
 use crate::diag::text::{self, Style};
 use crate::diag::{Diagnostic, has_errors};
-use crate::pipeline::{BookChecker, ContractSummary};
+use crate::pipeline::BookChecker;
 use crate::providers::Providers;
 use crate::render::Renderer;
+use crate::report::ContractSummary;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::config::Config;
 use mdbook_preprocessor::errors::{Error, Result};

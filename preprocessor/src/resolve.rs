@@ -1,13 +1,12 @@
 //! From the contract as written to the resolved contract: the importer's verdict, the computed
 //! revision hash, kernel-name uniqueness across the book and (in [`crate::contract::resolved`])
-//! every expression parsed and bound. Also decorates a contract's view with what was resolved.
+//! every expression parsed and bound.
 
 use crate::contract::front_matter::FrontMatter;
 use crate::contract::raw::{RawContract, RevisionHash};
 use crate::diag::{Code, Diagnostic};
 use crate::import::{self, Import};
 use crate::providers::Provider;
-use crate::render::view::{ContractView, EntryPointView, ImportNote};
 use crate::revision::revision_hash;
 use crate::source::SourceFile;
 use std::collections::HashMap;
@@ -29,8 +28,6 @@ pub struct Resolved {
     pub import: Import,
     /// Every expression parsed and bound.
     pub contract: crate::contract::resolved::Contract,
-    /// What the behavioural gate ran (empty until it has run).
-    pub evidence: crate::verify::Evidence,
 }
 
 /// Resolves one contract. `register` is false for fences that must fail: they are examples, not
@@ -61,7 +58,6 @@ pub fn resolve(
         revision_hash: computed,
         import,
         contract,
-        evidence: crate::verify::Evidence::default(),
     };
     (resolved, diagnostics)
 }
@@ -159,55 +155,4 @@ fn claim_implementation(
         .implementations
         .insert(implementation.to_owned(), (raw.kernel.value.clone(), at));
     None
-}
-
-/// Adds what was resolved to a contract's view: entry points, hash, importer notes.
-pub fn decorate(view: &mut ContractView, resolved: &Resolved, diagnostics: &[Diagnostic]) {
-    view.entry_points = resolved
-        .import
-        .entry_points
-        .iter()
-        .map(|entry| EntryPointView {
-            dtype: entry.dtype.name().to_owned(),
-            symbol: entry.symbol.clone(),
-            resolved: entry.kernel.is_some(),
-        })
-        .collect();
-    if let Some(row) = view
-        .identity
-        .iter_mut()
-        .find(|row| row.field == "kernel_revision_hash")
-    {
-        row.value = format!("{} (computed: {})", row.value, resolved.revision_hash);
-    } else {
-        view.identity.push(crate::render::view::Row {
-            field: "kernel_revision_hash".to_owned(),
-            value: format!("computed: {}", resolved.revision_hash),
-            code: true,
-            note: None,
-        });
-    }
-    view.evidence = resolved
-        .evidence
-        .rows
-        .iter()
-        .map(|(check, what)| crate::render::view::Row {
-            field: check.clone(),
-            value: what.clone(),
-            code: false,
-            note: None,
-        })
-        .collect();
-    if let Some(worked) = &resolved.evidence.worked {
-        view.figure = Some(crate::render::svg::worked_example(worked));
-        view.figure_caption = Some(crate::render::svg::caption(worked));
-    }
-    view.import_notes = diagnostics
-        .iter()
-        .filter(|d| !d.is_error())
-        .map(|d| ImportNote {
-            code: d.code.as_str().to_owned(),
-            message: d.message.clone(),
-        })
-        .collect();
 }

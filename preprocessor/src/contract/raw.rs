@@ -8,6 +8,9 @@ use crate::yaml::{Node, Value};
 use fkc_provider::DType;
 use std::ops::Range;
 
+/// The highest operand rank the format accepts (the gate draws every dimension of it).
+pub const MAX_RANK: usize = 8;
+
 /// How an operand's layout property is treated by the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LayoutRequirement {
@@ -390,7 +393,7 @@ fn read_input(reader: &mut Reader<'_>, node: &Node) -> Option<RawInput> {
 
 fn read_rank(reader: &mut Reader<'_>, node: &Node) -> Option<Located<u64>> {
     let rank = reader.unsigned(node, "rank")?;
-    let max = super::resolved::MAX_RANK as u64;
+    let max = MAX_RANK as u64;
     if rank.value > max {
         reader
             .error_at(

@@ -4,7 +4,7 @@
 //! `conv2d(params)`, `from_params(…)`) interpreted. Errors point at the column inside the
 //! expression, in the author's file.
 
-use super::raw::{RawContract, RawInput};
+use super::raw::{MAX_RANK, RawContract, RawInput};
 use super::schema::Located;
 use crate::diag::{Code, Diagnostic};
 use crate::expr::{self, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Span, Type};
@@ -52,9 +52,6 @@ pub struct ResolvedOutput {
 /// The carriers whose shape functions the format defines (`conv2d(params)`,
 /// `conv_transpose2d(params)`), plus `Contiguize`, whose shape is its operand's.
 pub const SHAPE_FUNCTION_CARRIERS: &[&str] = &["Conv2D", "ConvTranspose2D", "Contiguize"];
-
-/// The highest operand rank the format accepts (the gate draws every dimension of it).
-pub const MAX_RANK: usize = 8;
 
 /// Named predicates the language offers, defined in the language itself. A predicate is in
 /// scope when its definition type-checks against the contract's names.

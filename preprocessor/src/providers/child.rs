@@ -3,7 +3,7 @@
 //! time limit. A provider that dies (abort, stack overflow, exit), breaks the protocol or does
 //! not answer in time is killed with its whole group and started again for the next call.
 
-use crate::config::ProviderConfig;
+use super::ProviderConfig;
 use fkc_provider::protocol::{
     Hello, PROTOCOL_VERSION, Request, Response, WireTensor, encode_operands,
 };

@@ -6,14 +6,34 @@
 
 mod child;
 
-use crate::config::ProviderConfig;
 use fkc_provider::protocol::Hello;
 use fkc_provider::{AnyTensor, Description, EntryPointInfo, Operand, ParamValues, Registry};
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub use child::StartError;
+
+/// How to start one provider (`[preprocessor.fkc.provider.NAME]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// The command, run through the shell in `dir`.
+    pub command: String,
+    /// Where the command runs: the book's root (set by the caller; `.` until then).
+    pub dir: PathBuf,
+    /// The time limit of one call (`call-timeout-ms`, default 10 s).
+    pub call_timeout: Duration,
+    /// The time limit of the start and handshake (`start-timeout-ms`, default 10 min, enough
+    /// for a `cargo run` that compiles the provider first).
+    pub start_timeout: Duration,
+}
+
+/// The default time limit of one call.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default time limit of a provider's start.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What a kernel did with a call.
 #[derive(Debug)]

@@ -3,6 +3,7 @@
 //! escaped, and the result shaped for mdBook's Markdown pass (no blank lines, so the HTML block
 //! is never cut; no `{{`, so the `links` preprocessor that runs afterwards never sees a directive).
 
+pub mod decorate;
 pub mod svg;
 pub mod view;
 
@@ -111,7 +112,7 @@ impl Renderer {
     /// from the inventory's chapter to the book's root).
     pub fn inventory(
         &self,
-        contracts: &[crate::pipeline::ContractSummary],
+        contracts: &[crate::report::ContractSummary],
         prefix: &str,
     ) -> Result<String, RenderError> {
         let mut context = Context::new();

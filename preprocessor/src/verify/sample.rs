@@ -180,7 +180,7 @@ impl Domain<'_> {
             .inputs
             .iter()
             .map(|input| {
-                let max = crate::contract::resolved::MAX_RANK as u64;
+                let max = crate::contract::raw::MAX_RANK as u64;
                 let rank = input.rank.as_ref().map_or(1, |r| r.value.min(max));
                 let dims = (0..rank).map(|_| rng.range(1, 6)).collect();
                 let optional = input.optional.as_ref().is_some_and(|o| o.value);

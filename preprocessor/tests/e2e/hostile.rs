@@ -2,8 +2,9 @@
 //! never a panic, a hang or unbounded memory — and author text is always escaped on output.
 
 use mdbook_fkc::diag::Diagnostic;
-use mdbook_fkc::pipeline::{BookChecker, ChapterReport};
+use mdbook_fkc::pipeline::BookChecker;
 use mdbook_fkc::render::Renderer;
+use mdbook_fkc::report::ChapterReport;
 
 const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: p\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: fuel_reference_backend::fkc::ENTRY_POINTS\n  revision_base: r\n---\n";
 
