@@ -24,7 +24,8 @@ use std::sync::Arc;
 /// Checks the chapters of one book, remembering what spans chapters (kernel names).
 #[derive(Debug)]
 pub struct BookChecker<'r> {
-    renderer: &'r Renderer,
+    /// `None` checks without rendering (`mdbook-fkc check`): no HTML is made.
+    renderer: Option<&'r Renderer>,
     registry: BookRegistry,
     verify: VerifyOptions,
     providers: Providers,
@@ -57,12 +58,31 @@ impl<'r> BookChecker<'r> {
         providers: Providers,
     ) -> Self {
         BookChecker {
-            renderer,
+            renderer: Some(renderer),
             registry: BookRegistry::default(),
             verify,
             providers,
             deny_unverified: false,
         }
+    }
+
+    /// A checker that renders nothing: reports carry diagnostics and contracts, no content.
+    pub fn without_rendering(verify: VerifyOptions, providers: Providers) -> BookChecker<'static> {
+        BookChecker {
+            renderer: None,
+            registry: BookRegistry::default(),
+            verify,
+            providers,
+            deny_unverified: false,
+        }
+    }
+
+    /// Renders with `render`, or gives nothing when this checker does not render.
+    fn html(
+        &self,
+        render: impl FnOnce(&Renderer) -> Result<String, RenderError>,
+    ) -> Result<String, RenderError> {
+        self.renderer.map_or(Ok(String::new()), render)
     }
 
     /// Makes every unverified contract an error (FKC0005).
@@ -110,9 +130,9 @@ impl<'r> BookChecker<'r> {
             report.diagnostics.extend(front_diagnostics);
         }
         let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
-        let mut prelude = self.renderer.style()?;
+        let mut prelude = self.html(Renderer::style)?;
         if let Some(front) = &front {
-            prelude.push_str(&self.renderer.provider(&provider_view(front))?);
+            prelude.push_str(&self.html(|r| r.provider(&provider_view(front)))?);
         }
         // The provider card goes under the chapter's title when the title comes first.
         let body_start = front_block.as_ref().map_or(0, |block| block.block.end);
@@ -134,7 +154,10 @@ impl<'r> BookChecker<'r> {
             report.contracts.extend(outcome.summary);
             replacements.push((fence.block.clone(), outcome.html));
         }
-        report.content = Some(splice(content, &replacements));
+        report.content = self
+            .renderer
+            .is_some()
+            .then(|| splice(content, &replacements));
         Ok(report)
     }
 
@@ -276,7 +299,7 @@ impl<'r> BookChecker<'r> {
             link: String::new(),
         };
         Ok(FenceOutcome {
-            html: self.renderer.contract(&view)?,
+            html: self.html(|r| r.contract(&view))?,
             diagnostics,
             summary: Some(summary),
         })
@@ -294,7 +317,7 @@ impl<'r> BookChecker<'r> {
             .collect();
         let text = text::render_all(&shown, Style::Plain);
         Ok(FenceOutcome {
-            html: self.renderer.diagnostics(&text, None, Some(&fence.body))?,
+            html: self.html(|r| r.diagnostics(&text, None, Some(&fence.body)))?,
             diagnostics,
             summary: None,
         })
@@ -314,9 +337,7 @@ impl<'r> BookChecker<'r> {
         if actual == wanted {
             let text = text::render_all(&errors, Style::Plain);
             return Ok(FenceOutcome {
-                html: self
-                    .renderer
-                    .diagnostics(&text, Some(expected), Some(&fence.body))?,
+                html: self.html(|r| r.diagnostics(&text, Some(expected), Some(&fence.body)))?,
                 diagnostics: Vec::new(),
                 summary: None,
             });
@@ -352,7 +373,7 @@ impl<'r> BookChecker<'r> {
         }
         let text = text::render_all(std::slice::from_ref(&mismatch), Style::Plain);
         Ok(FenceOutcome {
-            html: self.renderer.diagnostics(&text, None, Some(&fence.body))?,
+            html: self.html(|r| r.diagnostics(&text, None, Some(&fence.body)))?,
             diagnostics: vec![mismatch],
             summary: None,
         })
@@ -453,4 +474,31 @@ fn splice(content: &str, replacements: &[(Range<usize>, String)]) -> String {
     }
     out.push_str(content.get(cursor..).unwrap_or(""));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const CHAPTER: &str = include_str!("../../book/contracts/contiguize.md");
+
+    #[test]
+    fn checking_without_rendering_makes_no_html_but_the_same_report() {
+        let mut checking =
+            BookChecker::without_rendering(VerifyOptions::default(), Providers::default());
+        let checked = checking.chapter("c.md", CHAPTER).unwrap();
+        let renderer = Renderer::new(None).unwrap();
+        let mut rendering = BookChecker::new(&renderer);
+        let rendered = rendering.chapter("c.md", CHAPTER).unwrap();
+        assert!(checked.content.is_none());
+        assert!(rendered.content.is_some_and(|c| c.contains("<table")));
+        assert_eq!(checked.contracts.len(), 1);
+        assert_eq!(
+            checked.contracts[0].evidence,
+            rendered.contracts[0].evidence
+        );
+        assert!(!checked.contracts[0].evidence.is_empty());
+        assert!(checked.diagnostics.iter().all(|d| !d.is_error()));
+    }
 }

@@ -102,31 +102,52 @@ fn report(outcome: &BookOutcome) -> Result<()> {
     Ok(())
 }
 
-/// Runs the pipeline over every chapter of `book`, replacing chapter contents in place.
+/// Runs the pipeline over every chapter of `book`, replacing chapter contents in place with the
+/// rendered contracts and inserting the inventory.
 pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<BookOutcome> {
-    process_book_with(root, config, book, false)
+    let options = read_options(root, config)?;
+    let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
+    let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
+    let providers = Providers::new(options.providers.clone());
+    let mut checker = BookChecker::with_providers(&renderer, options.verify, providers);
+    let outcome = run_chapters(&mut checker, options.on_failure, config, book)?;
+    insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;
+    Ok(outcome)
 }
 
-/// [`process_book`], optionally making every unverified contract an error.
+/// Checks every contract of `book` without rendering anything (what `mdbook-fkc check` runs),
+/// optionally making every unverified contract an error. The book is left as it was.
 pub fn process_book_with(
     root: &Path,
     config: &Config,
     book: &mut Book,
     deny_unverified: bool,
 ) -> Result<BookOutcome> {
+    let options = read_options(root, config)?;
+    let providers = Providers::new(options.providers.clone());
+    let mut checker =
+        BookChecker::without_rendering(options.verify, providers).deny_unverified(deny_unverified);
+    run_chapters(&mut checker, options.on_failure, config, book)
+}
+
+fn read_options(root: &Path, config: &Config) -> Result<Options> {
     let table: Option<serde_json::Value> = config
         .get(&format!("preprocessor.{NAME}"))
         .map_err(|error| Error::msg(format!("cannot read [preprocessor.{NAME}]: {error}")))?;
-    let options = Options::from_table(table.as_ref())
+    Ok(Options::from_table(table.as_ref())
         .map_err(Error::msg)?
-        .with_root(root);
-    let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
-    let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
-    let providers = Providers::new(options.providers.clone());
-    let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
-        .deny_unverified(deny_unverified);
+        .with_root(root))
+}
+
+/// Every chapter through `checker`, in book order; new content replaces the chapter's.
+fn run_chapters(
+    checker: &mut BookChecker<'_>,
+    on_failure: OnFailure,
+    config: &Config,
+    book: &mut Book,
+) -> Result<BookOutcome> {
     let mut outcome = BookOutcome {
-        on_failure: options.on_failure,
+        on_failure,
         ..BookOutcome::default()
     };
     let source_dir = config.book.src.clone();
@@ -159,11 +180,10 @@ pub fn process_book_with(
             Err(error) => failure = Some(error),
         }
     });
-    if let Some(error) = failure {
-        return Err(Error::new(error));
+    match failure {
+        Some(error) => Err(Error::new(error)),
+        None => Ok(outcome),
     }
-    insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;
-    Ok(outcome)
 }
 
 /// Replaces the inventory marker in any chapter with the table of every contract of the book.
