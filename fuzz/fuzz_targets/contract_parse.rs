@@ -8,8 +8,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use mdbook_fkc::diag::{json, text};
-use mdbook_fkc::pipeline::BookChecker;
-use mdbook_fkc::render::Renderer;
+use mdbook_fkc::Checker as BookChecker;
+use mdbook_fkc::Renderer;
 use std::sync::OnceLock;
 
 const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: fuel-reference-backend\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: fuel_reference_backend::fkc::ENTRY_POINTS\n  revision_base: \"git:f41137b4\"\n---\n# Fuzz\n\n";

@@ -1,23 +1,49 @@
 //! mdbook-fkc: literate, executable kernel contracts for mdBook.
 //!
-//! A chapter's ```` ```fkc ```` fences are read ([`chapter`], [`yaml`], [`contract`]), resolved
-//! against the provider's link registry ([`import`], [`resolve`]), rendered as tables
-//! ([`render`]) and every problem is reported as a located [`diag::Diagnostic`]. The
-//! [`preprocessor`] module speaks mdBook's protocol; [`pipeline`] is the per-chapter flow.
+//! The public API is small. A [`Checker`] is built with the book's [`Providers`] (the built-in
+//! reference backend, plus any provider command from book.toml) and run on one chapter at a
+//! time; each chapter gives a [`ChapterReport`] — its diagnostics ([`diag::Diagnostic`], with
+//! stable [`diag::Code`]s, file, line and column) and a [`ContractSummary`] per contract with
+//! the evidence the gate gathered — and, when the checker renders, the chapter's new Markdown.
+//! [`preprocessor`] runs a whole book (mdBook's protocol, `process_book`), and [`contract`]
+//! reads the format as written.
+//!
+//! ```no_run
+//! use mdbook_fkc::{Checker, Providers, VerifyOptions};
+//!
+//! let text = std::fs::read_to_string("book/contracts/contiguize.md").unwrap();
+//! let mut checker = Checker::without_rendering(VerifyOptions::default(), Providers::default());
+//! let report = checker.chapter("book/contracts/contiguize.md", &text).unwrap();
+//! for contract in &report.contracts {
+//!     println!("{}: {} checks", contract.kernel, contract.evidence.len());
+//! }
+//! assert!(report.diagnostics.iter().all(|d| !d.is_error()));
+//! ```
+//!
+//! Inside, the stages flow one way: `chapter` (front matter, fences) → [`contract`] (raw, then
+//! expressions resolved) → `import` (against the provider's description) → `verify` (the
+//! kernels run) → `render` (views, figures, templates) → `pipeline` (one chapter, in order).
+//! No stage reaches back up.
 
-pub mod chapter;
+mod chapter;
 pub mod config;
 pub mod contract;
 pub mod diag;
 pub mod expr;
-pub mod import;
-pub mod pipeline;
+mod import;
+mod pipeline;
 pub mod preprocessor;
 pub mod providers;
-pub mod render;
+mod render;
 pub mod report;
-pub mod resolve;
-pub mod revision;
+mod resolve;
+mod revision;
 pub mod source;
-pub mod verify;
-pub mod yaml;
+mod verify;
+mod yaml;
+
+pub use pipeline::BookChecker as Checker;
+pub use providers::{Provider, Providers};
+pub use render::{RenderError, Renderer};
+pub use report::{ChapterReport, ContractSummary};
+pub use verify::{Evidence, VerifyOptions, worked::Worked};

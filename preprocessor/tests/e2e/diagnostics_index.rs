@@ -3,9 +3,9 @@
 //! `should_fail` mark on a passing contract is itself an error.
 
 use crate::support::*;
+use mdbook_fkc::Checker as BookChecker;
+use mdbook_fkc::Renderer;
 use mdbook_fkc::diag::Code;
-use mdbook_fkc::pipeline::BookChecker;
-use mdbook_fkc::render::Renderer;
 use std::collections::BTreeSet;
 use std::path::Path;
 

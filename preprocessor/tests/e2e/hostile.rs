@@ -1,9 +1,9 @@
 //! Hostile and careless input: every case ends in a located diagnostic with a stable code —
 //! never a panic, a hang or unbounded memory — and author text is always escaped on output.
 
+use mdbook_fkc::Checker as BookChecker;
+use mdbook_fkc::Renderer;
 use mdbook_fkc::diag::Diagnostic;
-use mdbook_fkc::pipeline::BookChecker;
-use mdbook_fkc::render::Renderer;
 use mdbook_fkc::report::ChapterReport;
 
 const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: p\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: fuel_reference_backend::fkc::ENTRY_POINTS\n  revision_base: r\n---\n";

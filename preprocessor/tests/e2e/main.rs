@@ -10,6 +10,5 @@ mod diagnostics_index;
 mod hostile;
 mod protocol;
 mod providers;
-mod seed_fields;
 mod snapshot;
 mod support;

@@ -2,8 +2,8 @@
 //! back to mdBook). Refresh with `FKC_BLESS=1 cargo test -p mdbook-fkc --test e2e snapshot`.
 
 use crate::support::*;
-use mdbook_fkc::pipeline::BookChecker;
-use mdbook_fkc::render::Renderer;
+use mdbook_fkc::Checker as BookChecker;
+use mdbook_fkc::Renderer;
 
 #[test]
 fn seed_chapter_snapshot() {

@@ -2,15 +2,21 @@
 //! span's text in the file is what the author wrote), its comment, and resolves: entry points,
 //! carriers, expressions and the revision hash.
 
-use crate::support::*;
-use mdbook_fkc::chapter;
-use mdbook_fkc::contract::raw::{RawContract, read_contract};
-use mdbook_fkc::contract::read_block;
-use mdbook_fkc::contract::schema::Located;
-use mdbook_fkc::pipeline::BookChecker;
-use mdbook_fkc::render::Renderer;
-use mdbook_fkc::source::SourceFile;
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::chapter;
+use crate::contract::raw::{RawContract, read_contract};
+use crate::contract::read_block;
+use crate::contract::schema::Located;
+use crate::pipeline::BookChecker;
+use crate::render::Renderer;
+use crate::source::SourceFile;
+use std::path::PathBuf;
 use std::sync::Arc;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
 
 fn seed() -> (Arc<SourceFile>, Vec<RawContract>) {
     let text =
