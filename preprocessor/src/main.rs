@@ -1,43 +1,51 @@
 //! The `mdbook-fkc` command: the mdBook preprocessor protocol (no arguments, or `supports R`),
-//! plus `build [DIR]`, `check [DIR] [--format json]` and `explain CODE`.
+//! plus `build`, `check` and `explain`. The argument parser is hand-written (see `args`): five
+//! subcommands with a handful of flags each, usage errors with exit code 2, and `--help` on
+//! every subcommand, without a dependency. The command line's modules live in `src/cli/`, apart
+//! from the library.
 
+#[path = "cli/args.rs"]
+mod args;
+#[path = "cli/explain.rs"]
+mod explain;
+
+use args::{Command, Format};
 use mdbook_driver::MDBook;
-use mdbook_fkc::diag::{Code, json};
+use mdbook_fkc::diag::text;
+use mdbook_fkc::diag::{Diagnostic, json, sarif};
 use mdbook_fkc::preprocessor::{self, FkcPreprocessor};
 use mdbook_preprocessor::Preprocessor;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-mdbook-fkc — literate, executable kernel contracts for mdBook
-
-USAGE:
-    mdbook-fkc                      run as an mdBook preprocessor (book JSON on stdin/stdout)
-    mdbook-fkc supports RENDERER    tell mdBook whether RENDERER is supported (always yes)
-    mdbook-fkc build [DIR]          build the book in DIR (default .) in-process, checking every contract
-    mdbook-fkc check [DIR] [--format text|json] [--deny unverified]
-                                    check every contract without rendering; non-zero exit on any error
-                                    (--deny unverified: every ```fkc,unverified contract is an error)
-    mdbook-fkc explain CODE         explain a diagnostic code (e.g. FKC0104)
-    mdbook-fkc --version | --help";
-
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        None => protocol(),
-        Some("supports") => Ok(ExitCode::SUCCESS),
-        Some("build") => build(&args[1..]),
-        Some("check") => check(&args[1..]),
-        Some("explain") => explain(&args[1..]),
-        Some("--version" | "-V") => {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let parsed = match args::parse(&argv) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    text::set_color_choice(parsed.color);
+    let result = match parsed.command {
+        Command::Help(text) => {
+            println!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Version => {
             println!("mdbook-fkc {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
         }
-        Some("--help" | "-h" | "help") => {
-            println!("{USAGE}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(other) => Err(format!("unknown command `{other}`\n\n{USAGE}")),
+        Command::Protocol => protocol(),
+        Command::Supports(_) => Ok(ExitCode::SUCCESS),
+        Command::Build { dir, dest, open } => build(&dir, dest.as_deref(), open),
+        Command::Check {
+            dir,
+            format,
+            deny_unverified,
+        } => check(&dir, format, deny_unverified),
+        Command::Explain(code) => explain::run(&code, parsed.color),
     };
     result.unwrap_or_else(|message| {
         eprintln!("error: {message}");
@@ -65,147 +73,130 @@ fn protocol() -> Result<ExitCode, String> {
     }
 }
 
-/// `[DIR] [--format F] [--deny unverified]`, as given.
-struct Args {
-    dir: PathBuf,
-    format: String,
-    deny_unverified: bool,
-}
-
-/// Splits `[DIR] [--format F] [--deny unverified]`.
-fn dir_and_format(args: &[String]) -> Result<(PathBuf, String), String> {
-    let parsed = parse_args(args)?;
-    if parsed.deny_unverified {
-        return Err("`--deny unverified` belongs to `check`".to_owned());
-    }
-    Ok((parsed.dir, parsed.format))
-}
-
-fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut dir = None;
-    let mut format = "text".to_owned();
-    let mut deny_unverified = false;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--deny" => match iter.next().map(String::as_str) {
-                Some("unverified") => deny_unverified = true,
-                other => {
-                    return Err(format!(
-                        "`--deny` takes `unverified`, not `{}`",
-                        other.unwrap_or("")
-                    ));
-                }
-            },
-            "--format" => {
-                format = iter
-                    .next()
-                    .ok_or("`--format` needs `text` or `json`")?
-                    .clone();
-            }
-            flag if flag.starts_with("--format=") => format = flag["--format=".len()..].to_owned(),
-            flag if flag.starts_with('-') => {
-                return Err(format!("unknown option `{flag}`\n\n{USAGE}"));
-            }
-            path if dir.is_none() => dir = Some(PathBuf::from(path)),
-            extra => return Err(format!("unexpected argument `{extra}`\n\n{USAGE}")),
-        }
-    }
-    if format != "text" && format != "json" {
-        return Err(format!(
-            "`--format` must be `text` or `json`, not `{format}`"
-        ));
-    }
-    Ok(Args {
-        dir: dir.unwrap_or_else(|| PathBuf::from(".")),
-        format,
-        deny_unverified,
-    })
-}
-
 /// Builds the HTML book in-process: the `fkc` preprocessor from book.toml is replaced by this
-/// binary's own (same position in the order), so it runs exactly once per renderer.
-fn build(args: &[String]) -> Result<ExitCode, String> {
-    let (dir, format) = dir_and_format(args)?;
-    if format != "text" {
-        return Err("`build` prints text diagnostics only; use `check --format json`".to_owned());
-    }
-    let mut book = MDBook::load(&dir)
+/// binary's own (same position in the order), so it runs exactly once per renderer. `dest`
+/// replaces book.toml's `build.build-dir` (relative to the current directory, as `mdbook -d`).
+fn build(dir: &Path, dest: Option<&Path>, open: bool) -> Result<ExitCode, String> {
+    let mut book = MDBook::load(dir)
         .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
-    book.with_preprocessor(FkcPreprocessor);
-    match book.build() {
-        Ok(()) => {
-            let out = book.build_dir_for("html");
-            eprintln!("mdbook-fkc: built {}", out.display());
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            Ok(ExitCode::FAILURE)
-        }
+    if let Some(dest) = dest {
+        let cwd = std::env::current_dir()
+            .map_err(|error| format!("cannot read the current directory: {error}"))?;
+        book.config.build.build_dir = cwd.join(dest);
     }
+    book.with_preprocessor(FkcPreprocessor);
+    if let Err(error) = book.build() {
+        eprintln!("error: {error:#}");
+        return Ok(ExitCode::FAILURE);
+    }
+    let out = book.build_dir_for("html");
+    eprintln!("mdbook-fkc: built {}", out.display());
+    if open {
+        open_in_browser(&out.join("index.html"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens a page with `$BROWSER` when set, otherwise the platform's opener.
+fn open_in_browser(page: &Path) -> Result<(), String> {
+    let opener: Vec<String> = match std::env::var("BROWSER") {
+        Ok(browser) if !browser.trim().is_empty() => {
+            browser.split_whitespace().map(str::to_owned).collect()
+        }
+        _ if cfg!(target_os = "macos") => vec!["open".to_owned()],
+        _ if cfg!(windows) => vec!["cmd".to_owned(), "/C".to_owned(), "start".to_owned()],
+        _ => vec!["xdg-open".to_owned()],
+    };
+    let Some((program, leading)) = opener.split_first() else {
+        return Err("no program to open the book with".to_owned());
+    };
+    std::process::Command::new(program)
+        .args(leading)
+        .arg(page)
+        .spawn()
+        .map(drop)
+        .map_err(|error| format!("cannot open {} with `{program}`: {error}", page.display()))
 }
 
 /// Checks every contract without rendering.
-fn check(args: &[String]) -> Result<ExitCode, String> {
-    let Args {
-        dir,
-        format,
-        deny_unverified,
-    } = parse_args(args)?;
-    let mut book = MDBook::load(&dir)
+fn check(dir: &Path, format: Format, deny_unverified: bool) -> Result<ExitCode, String> {
+    let mut book = MDBook::load(dir)
         .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
     let root = book.root.clone();
     let config = book.config.clone();
     let outcome = preprocessor::process_book_with(&root, &config, &mut book.book, deny_unverified)
         .map_err(|error| format!("{error:#}"))?;
-    if format == "json" {
-        println!("{}", json::render_all(&outcome.diagnostics));
-    } else {
-        let errors = preprocessor::print_errors(&outcome.diagnostics);
-        for contract in &outcome.contracts {
-            let kind = if contract.registrable {
-                "registrable"
-            } else {
-                "describe-only"
-            };
-            let status = if contract.verified { "ok  " } else { "spec" };
+    match format {
+        Format::Json => {
+            let evidence: Vec<Vec<json::Evidence<'_>>> = outcome
+                .contracts
+                .iter()
+                .map(|c| {
+                    c.evidence
+                        .iter()
+                        .map(|(check, result)| json::Evidence { check, result })
+                        .collect()
+                })
+                .collect();
+            let records: Vec<json::ContractRecord<'_>> = outcome
+                .contracts
+                .iter()
+                .zip(evidence)
+                .map(|(c, evidence)| json::ContractRecord {
+                    kernel: &c.kernel,
+                    file: &c.file,
+                    line: c.line,
+                    registrable: c.registrable,
+                    revision_hash: &c.revision_hash,
+                    verified: c.verified,
+                    failing: c.failing,
+                    dtypes: &c.dtypes,
+                    evidence,
+                })
+                .collect();
+            println!("{}", json::render_report(&records, &outcome.diagnostics));
+        }
+        Format::Sarif => println!("{}", sarif::render(&outcome.diagnostics)),
+        Format::Github => print!("{}", sarif::github(&outcome.diagnostics)),
+        Format::Text => {
+            let errors: Vec<Diagnostic> = outcome
+                .diagnostics
+                .iter()
+                .filter(|d| d.is_error())
+                .cloned()
+                .collect();
+            if !errors.is_empty() {
+                eprint!("{}", text::render_all(&errors, text::stderr_style()));
+            }
+            for contract in &outcome.contracts {
+                let kind = if contract.registrable {
+                    "registrable"
+                } else {
+                    "describe-only"
+                };
+                let status = if !contract.verified {
+                    "spec"
+                } else if contract.failing {
+                    "FAIL"
+                } else {
+                    "ok  "
+                };
+                println!(
+                    "{status} {} ({kind}) {}:{} {}",
+                    contract.kernel, contract.file, contract.line, contract.revision_hash
+                );
+            }
+            let unverified = outcome.contracts.iter().filter(|c| !c.verified).count();
             println!(
-                "{status} {} ({kind}) {}:{} {}",
-                contract.kernel, contract.file, contract.line, contract.revision_hash
+                "mdbook-fkc check: {} contract(s) verified, {unverified} unverified, {} error(s)",
+                outcome.contracts.len() - unverified,
+                errors.len()
             );
         }
-        let unverified = outcome.contracts.iter().filter(|c| !c.verified).count();
-        println!(
-            "mdbook-fkc check: {} contract(s) verified, {unverified} unverified, {} error(s)",
-            outcome.contracts.len() - unverified,
-            errors
-        );
     }
     Ok(if preprocessor::failed(&outcome) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Explains a diagnostic code.
-fn explain(args: &[String]) -> Result<ExitCode, String> {
-    let [code] = args else {
-        return Err("usage: mdbook-fkc explain CODE (for example FKC0104)".to_owned());
-    };
-    let Some(code) = Code::parse(code) else {
-        let known: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
-        return Err(format!(
-            "unknown code `{code}`; the codes are: {}",
-            known.join(", ")
-        ));
-    };
-    println!(
-        "{}: {}\n\n{}",
-        code.as_str(),
-        code.title(),
-        code.explanation()
-    );
-    Ok(ExitCode::SUCCESS)
 }

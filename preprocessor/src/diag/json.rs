@@ -1,5 +1,8 @@
-//! Renders diagnostics as JSON for machines (`mdbook-fkc check --format json`): one object per
-//! diagnostic with its code, severity, message, file, line, column, labels, notes and help.
+//! Renders a check's outcome as JSON for machines (`mdbook-fkc check --format json`): a
+//! versioned object `{"version": 1, "tool", "contracts", "diagnostics", "summary"}`. Each
+//! diagnostic is one object with its code, severity, message, file, line, column, labels, notes
+//! and help; each contract carries its revision hash, whether it was verified or fails, and the
+//! evidence the gate produced.
 
 use super::Diagnostic;
 use crate::source::LineCol;
@@ -52,7 +55,83 @@ fn to_json(diagnostic: &Diagnostic) -> JsonDiagnostic<'_> {
     }
 }
 
-/// Renders all diagnostics as a JSON array.
+/// The version of the `check --format json` object; bumped on any incompatible change.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One contract of the book, as the report lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContractRecord<'a> {
+    pub kernel: &'a str,
+    pub file: &'a str,
+    pub line: usize,
+    pub registrable: bool,
+    pub revision_hash: &'a str,
+    /// False for a spec-first (```` ```fkc,unverified ````) contract.
+    pub verified: bool,
+    pub failing: bool,
+    pub dtypes: &'a [String],
+    /// (check, what ran), as on the page.
+    pub evidence: Vec<Evidence<'a>>,
+}
+
+/// One row of a contract's evidence.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence<'a> {
+    pub check: &'a str,
+    pub result: &'a str,
+}
+
+#[derive(Serialize)]
+struct Tool {
+    name: &'static str,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    contracts: usize,
+    verified: usize,
+    unverified: usize,
+    failing: usize,
+    errors: usize,
+    notes: usize,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    version: u32,
+    tool: Tool,
+    contracts: &'a [ContractRecord<'a>],
+    diagnostics: Vec<JsonDiagnostic<'a>>,
+    summary: Summary,
+}
+
+/// Renders the whole outcome of `check` as the versioned JSON object.
+pub fn render_report(contracts: &[ContractRecord<'_>], diagnostics: &[Diagnostic]) -> String {
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let report = Report {
+        version: FORMAT_VERSION,
+        tool: Tool {
+            name: "mdbook-fkc",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        contracts,
+        diagnostics: diagnostics.iter().map(to_json).collect(),
+        summary: Summary {
+            contracts: contracts.len(),
+            verified: contracts.iter().filter(|c| c.verified).count(),
+            unverified: contracts.iter().filter(|c| !c.verified).count(),
+            failing: contracts.iter().filter(|c| c.failing).count(),
+            errors,
+            notes: diagnostics.len() - errors,
+        },
+    };
+    serde_json::to_string_pretty(&report).unwrap_or_else(|error| {
+        format!("{{\"version\":{FORMAT_VERSION},\"error\":\"cannot encode the report: {error}\"}}")
+    })
+}
+
+/// Renders all diagnostics as a JSON array (the `diagnostics` member of the report).
 pub fn render_all(diagnostics: &[Diagnostic]) -> String {
     let items: Vec<JsonDiagnostic<'_>> = diagnostics.iter().map(to_json).collect();
     serde_json::to_string_pretty(&items).unwrap_or_else(|error| {
@@ -79,5 +158,35 @@ mod tests {
         assert_eq!(value[0]["line"], 2);
         assert_eq!(value[0]["column"], 3);
         assert_eq!(value[0]["help"][0], "did you mean `kernel`?");
+    }
+
+    #[test]
+    fn report_is_versioned_with_contracts_diagnostics_and_summary() {
+        let file = Arc::new(SourceFile::new("book/a.md", "x\n  kernl: 1\n"));
+        let diagnostic = Diagnostic::error(Code::UnknownField, &file, 4..9, "unknown field");
+        let dtypes = vec!["F32".to_owned()];
+        let contracts = [ContractRecord {
+            kernel: "conv2d",
+            file: "book/a.md",
+            line: 7,
+            registrable: true,
+            revision_hash: "fkc1:abc",
+            verified: true,
+            failing: true,
+            dtypes: &dtypes,
+            evidence: vec![Evidence {
+                check: "shape_rule",
+                result: "24 samples",
+            }],
+        }];
+        let value: serde_json::Value =
+            serde_json::from_str(&render_report(&contracts, &[diagnostic])).unwrap();
+        assert_eq!(value["version"], 1);
+        assert_eq!(value["contracts"][0]["kernel"], "conv2d");
+        assert_eq!(value["contracts"][0]["revision_hash"], "fkc1:abc");
+        assert_eq!(value["contracts"][0]["evidence"][0]["check"], "shape_rule");
+        assert_eq!(value["diagnostics"][0]["code"], "FKC0104");
+        assert_eq!(value["summary"]["failing"], 1);
+        assert_eq!(value["summary"]["errors"], 1);
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod codes;
 pub mod json;
+pub mod sarif;
 pub mod text;
 
 pub use codes::Code;

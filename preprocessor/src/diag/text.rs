@@ -72,6 +72,72 @@ pub fn render_all(diagnostics: &[Diagnostic], style: Style) -> String {
     out
 }
 
+/// When to colour diagnostics: `--color auto|always|never`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorChoice {
+    /// Colour on a terminal, unless `NO_COLOR` is set (non-empty); `CLICOLOR_FORCE` (not `0`)
+    /// colours even when not on a terminal. `NO_COLOR` wins over `CLICOLOR_FORCE`.
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Parses the value of `--color`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "auto" => Some(ColorChoice::Auto),
+            "always" => Some(ColorChoice::Always),
+            "never" => Some(ColorChoice::Never),
+            _ => None,
+        }
+    }
+
+    /// The style for a stream, given whether it is a terminal and a way to read the
+    /// environment (so the rule is testable without touching the process's variables).
+    pub fn resolve(
+        self,
+        is_terminal: bool,
+        var: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Style {
+        let set = |name: &str| var(name).is_some_and(|v| !v.is_empty());
+        let colored = match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto if set("NO_COLOR") => false,
+            ColorChoice::Auto if set("CLICOLOR_FORCE") => {
+                var("CLICOLOR_FORCE").is_some_and(|v| v != "0")
+            }
+            ColorChoice::Auto => is_terminal,
+        };
+        if colored {
+            Style::Colored
+        } else {
+            Style::Plain
+        }
+    }
+}
+
+static COLOR_CHOICE: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
+
+/// Sets the process's colour choice (once, from the command line); later calls are ignored.
+pub fn set_color_choice(choice: ColorChoice) {
+    let _ = COLOR_CHOICE.set(choice);
+}
+
+/// The style for diagnostics written to stderr: the process's colour choice (`auto` unless set)
+/// resolved against stderr and the environment.
+pub fn stderr_style() -> Style {
+    use std::io::IsTerminal;
+    COLOR_CHOICE
+        .get()
+        .copied()
+        .unwrap_or(ColorChoice::Auto)
+        .resolve(std::io::stderr().is_terminal(), |name| {
+            std::env::var_os(name)
+        })
+}
+
 /// Keeps a span inside the file and on character boundaries, so rendering never panics.
 fn clamp(diagnostic: &Diagnostic, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
     let text = &diagnostic.source.text;
@@ -105,6 +171,39 @@ mod tests {
         assert!(text.contains("book/a.md:3:1"), "{text}");
         assert!(text.contains("^^^^^ not a contract field"), "{text}");
         assert!(text.contains("help: did you mean `kernel`?"), "{text}");
+    }
+
+    #[test]
+    fn color_choice_honours_no_color_and_clicolor_force() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| std::ffi::OsString::from(value))
+            }
+        };
+        let auto = ColorChoice::Auto;
+        assert_eq!(auto.resolve(true, env(&[])), Style::Colored);
+        assert_eq!(auto.resolve(false, env(&[])), Style::Plain);
+        assert_eq!(auto.resolve(true, env(&[("NO_COLOR", "1")])), Style::Plain);
+        assert_eq!(auto.resolve(true, env(&[("NO_COLOR", "")])), Style::Colored);
+        assert_eq!(
+            auto.resolve(false, env(&[("CLICOLOR_FORCE", "1")])),
+            Style::Colored
+        );
+        assert_eq!(
+            auto.resolve(false, env(&[("CLICOLOR_FORCE", "0")])),
+            Style::Plain
+        );
+        assert_eq!(
+            auto.resolve(true, env(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")])),
+            Style::Plain
+        );
+        let no_color = env(&[("NO_COLOR", "1")]);
+        assert_eq!(ColorChoice::Always.resolve(false, no_color), Style::Colored);
+        assert_eq!(ColorChoice::Never.resolve(true, env(&[])), Style::Plain);
+        assert_eq!(ColorChoice::parse("sometimes"), None);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The `check` and `explain` commands.
+//! The command line: `check` in every format, `build -d`/`--open`, `explain`, `--help` on every
+//! subcommand, `--color`, and usage errors (exit code 2).
 
 use crate::support::*;
 
@@ -18,19 +19,107 @@ fn check_json_reports_codes_and_locations() {
         &fixture("flattened-seed"),
     );
     assert!(!out.status.success());
-    let diagnostics: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let first = &diagnostics[0];
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["version"], 1);
+    let first = &report["diagnostics"][0];
     assert_eq!(first["code"], "FKC0104");
     assert_eq!(first["file"], "book/seed.md");
     assert_eq!(first["line"], 4);
     assert_eq!(first["column"], 1);
     assert!(first["help"][0].as_str().unwrap().contains("indent"));
+    assert!(report["summary"]["errors"].as_u64().unwrap() >= 1);
 }
 
 #[test]
-fn explain_prints_the_long_explanation() {
+fn check_json_lists_contracts_with_hashes_and_evidence() {
+    let out = fkc(&["check", "--format=json"], &repo_root());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let contracts = report["contracts"].as_array().unwrap();
+    let conv2d = contracts
+        .iter()
+        .find(|c| c["kernel"] == "conv2d")
+        .expect("conv2d is listed");
+    assert_eq!(conv2d["file"], "book/seed/reference-conv-pool.md");
+    assert!(conv2d["line"].as_u64().unwrap() > 1);
+    assert!(
+        conv2d["revision_hash"].as_str().unwrap().len() > 8,
+        "{conv2d}"
+    );
+    assert_eq!(conv2d["verified"], true);
+    assert_eq!(conv2d["failing"], false);
+    assert!(
+        !conv2d["evidence"].as_array().unwrap().is_empty(),
+        "{conv2d}"
+    );
+    assert_eq!(report["summary"]["contracts"], contracts.len());
+    assert_eq!(report["summary"]["errors"], 0);
+}
+
+#[test]
+fn check_sarif_and_github_annotations_locate_the_error() {
+    let out = fkc(&["check", "--format", "sarif"], &fixture("flattened-seed"));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let log: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(log["version"], "2.1.0");
+    let result = &log["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "FKC0104");
+    let location = &result["locations"][0]["physicalLocation"];
+    assert_eq!(location["artifactLocation"]["uri"], "book/seed.md");
+    assert_eq!(location["region"]["startLine"], 4);
+
+    let out = fkc(&["check", "--format", "github"], &fixture("flattened-seed"));
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("::error file=book/seed.md,line=4,col=1,")
+                && l.contains("title=FKC0104")),
+        "{text}"
+    );
+}
+
+#[test]
+fn color_follows_the_flag_and_no_color() {
+    let colored = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(fkc_bin());
+        command
+            .args(args)
+            .current_dir(fixture("flattened-seed"))
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        stderr(&run(&mut command)).contains("\u{1b}[")
+    };
+    assert!(!colored(&["check"], &[]), "not a terminal: plain");
+    assert!(colored(&["check", "--color", "always"], &[]));
+    assert!(colored(&["check", "--color=always"], &[("NO_COLOR", "1")]));
+    assert!(colored(&["check"], &[("CLICOLOR_FORCE", "1")]));
+    assert!(!colored(
+        &["check"],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
+    ));
+    assert!(!colored(
+        &["--color", "never", "check"],
+        &[("CLICOLOR_FORCE", "1")]
+    ));
+}
+
+#[test]
+fn explain_prints_the_rule_a_failing_example_and_its_fix() {
+    let out = fkc(&["explain", "FKC0104"], &repo_root());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("unknown field"), "{text}");
+    assert!(text.contains("blurbb: \"a misspelt blurb\""), "{text}");
+    assert!(text.contains("error[FKC0104]"), "{text}");
+    assert!(
+        text.contains("How to fix it:\n  - did you mean `blurb`?"),
+        "{text}"
+    );
     let out = fkc(&["explain", "FKC0206"], &repo_root());
-    assert!(out.status.success());
     assert!(stdout(&out).contains("same_as"));
     let out = fkc(&["explain", "FKC9999"], &repo_root());
     assert_eq!(out.status.code(), Some(2));
@@ -38,12 +127,75 @@ fn explain_prints_the_long_explanation() {
 }
 
 #[test]
-fn unknown_commands_and_options_are_usage_errors() {
-    assert_eq!(fkc(&["frobnicate"], &repo_root()).status.code(), Some(2));
-    assert_eq!(
-        fkc(&["check", "--format", "xml"], &repo_root())
-            .status
-            .code(),
-        Some(2)
-    );
+fn every_subcommand_has_help() {
+    for command in ["supports", "build", "check", "explain"] {
+        let out = fkc(&[command, "--help"], &repo_root());
+        assert!(out.status.success(), "{command}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            text.contains(&format!("Usage: mdbook-fkc {command}")),
+            "{command}: {text}"
+        );
+    }
+    let out = fkc(&["--help"], &repo_root());
+    assert!(stdout(&out).contains("--color WHEN"));
 }
+
+#[test]
+fn unknown_commands_and_options_are_usage_errors() {
+    for args in [
+        &["frobnicate"][..],
+        &["check", "--format", "xml"],
+        &["supports"],
+        &["build", "--format", "json"],
+        &["explain"],
+        &["--color", "sometimes", "check"],
+    ] {
+        let out = fkc(args, &repo_root());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).starts_with("error: "), "{args:?}");
+    }
+    let out = fkc(&["supports", "html"], &repo_root());
+    assert!(out.status.success());
+}
+
+#[test]
+fn build_writes_to_the_dest_dir_and_opens_the_book() {
+    let book = fixture_book("no-contracts");
+    let dest = temp_dir("dest");
+    let opened = dest.join("opened.txt");
+    let opener = dest.join("opener.sh");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" > {}\n", opened.display()),
+    )
+    .unwrap();
+    make_executable(&opener);
+    let out = run(std::process::Command::new(fkc_bin())
+        .args(["build", ".", "-d"])
+        .arg(dest.join("site"))
+        .arg("--open")
+        .env("BROWSER", &opener)
+        .current_dir(&book));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let index = dest.join("site/index.html");
+    assert!(index.is_file(), "no {}", index.display());
+    assert!(!book.join("build").exists(), "build-dir was used");
+    for _ in 0..50 {
+        if opened.is_file() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let said = std::fs::read_to_string(&opened).unwrap();
+    assert_eq!(said.trim(), index.display().to_string());
+}
+
+#[cfg(unix)]
+fn make_executable(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[cfg(not(unix))]
+fn make_executable(_: &std::path::Path) {}

@@ -49,7 +49,9 @@ fn errors(dir: &Path) -> Vec<(String, String)> {
     let output = fkc(&["check", "--format", "json"], dir);
     assert!(!output.status.success(), "{}", stdout(&output));
     let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
-    json.as_array()
+    assert_eq!(json["version"], 1, "{json}");
+    json["diagnostics"]
+        .as_array()
         .unwrap()
         .iter()
         .filter(|d| d["severity"] == "error")

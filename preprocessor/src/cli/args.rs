@@ -1,0 +1,363 @@
+//! The command line as written → what to do. Hand-written rather than clap: the grammar is five
+//! subcommands with at most four flags each, the protocol mode (no arguments) must start fast,
+//! and usage errors must exit with 2 and say which subcommand's `--help` to read.
+
+use mdbook_fkc::diag::text::ColorChoice;
+use std::path::PathBuf;
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    /// No arguments: the mdBook preprocessor protocol on stdin/stdout.
+    Protocol,
+    Supports(String),
+    Build {
+        dir: PathBuf,
+        dest: Option<PathBuf>,
+        open: bool,
+    },
+    Check {
+        dir: PathBuf,
+        format: Format,
+        deny_unverified: bool,
+    },
+    Explain(String),
+    /// Print this text (a help page) and succeed.
+    Help(&'static str),
+    Version,
+}
+
+/// The output format of `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Sarif,
+    Github,
+}
+
+/// A parsed command line.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub command: Command,
+    pub color: ColorChoice,
+}
+
+pub const MAIN_HELP: &str = "\
+mdbook-fkc — literate, executable kernel contracts for mdBook
+
+Usage: mdbook-fkc [COMMAND] [OPTIONS]
+
+Commands:
+  (none)              run as an mdBook preprocessor (book JSON on stdin/stdout)
+  supports RENDERER   tell mdBook whether RENDERER is supported (always yes)
+  build [DIR]         build the book in DIR in-process, checking every contract
+  check [DIR]         check every contract without rendering (the CI gate)
+  explain CODE        explain a diagnostic code, with a failing example and its fix
+  help [COMMAND]      print this help, or a command's
+
+Options:
+  --color WHEN        colour diagnostics: auto (default; honours NO_COLOR and CLICOLOR_FORCE),
+                      always or never
+  -h, --help          print help (also `mdbook-fkc COMMAND --help`)
+  -V, --version       print the version";
+
+pub const SUPPORTS_HELP: &str = "\
+Tell mdBook whether a renderer is supported: always yes (exit 0), because the output is
+Markdown with embedded HTML.
+
+Usage: mdbook-fkc supports RENDERER";
+
+pub const BUILD_HELP: &str = "\
+Build the book in DIR (default .) in-process with mdBook 0.5, checking every contract. The fkc
+preprocessor named in book.toml is replaced in place by this binary's own, so it runs once.
+Exits 1 when a contract fails (with on-failure = \"bail\").
+
+Usage: mdbook-fkc build [DIR] [OPTIONS]
+
+Options:
+  -d, --dest-dir DIR  write the book to DIR (relative to the current directory) instead of
+                      book.toml's build-dir
+  -o, --open          open the built book in a browser ($BROWSER, or the system's opener)
+  --color WHEN        auto, always or never
+  -h, --help          print this help";
+
+pub const CHECK_HELP: &str = "\
+Check every contract of the book in DIR (default .) without rendering. Lists each contract
+(ok: verified, FAIL: failing, spec: unverified); exits 1 on any error.
+
+Usage: mdbook-fkc check [DIR] [OPTIONS]
+
+Options:
+  --format FORMAT     text (default), json (a versioned object: contracts with revision
+                      hashes and evidence, diagnostics, summary), sarif (SARIF 2.1.0) or
+                      github (GitHub Actions annotations)
+  --deny unverified   make every ```fkc,unverified contract an error (FKC0005)
+  --color WHEN        auto, always or never
+  -h, --help          print this help";
+
+pub const EXPLAIN_HELP: &str = "\
+Explain a diagnostic code: the rule, a contract that fails with it (from the book's
+diagnostics index), what mdbook-fkc says about it, and how to fix it.
+
+Usage: mdbook-fkc explain CODE
+
+Example: mdbook-fkc explain FKC0104";
+
+/// Parses the arguments after the program name.
+pub fn parse(args: &[String]) -> Result<Parsed, String> {
+    let mut color = ColorChoice::Auto;
+    let mut rest: Vec<&str> = Vec::new();
+    let mut iter = args.iter().map(String::as_str);
+    while let Some(arg) = iter.next() {
+        if arg == "--color" {
+            let value = iter
+                .next()
+                .ok_or("`--color` needs a value: auto, always or never")?;
+            color = color_choice(value)?;
+        } else if let Some(value) = arg.strip_prefix("--color=") {
+            color = color_choice(value)?;
+        } else {
+            rest.push(arg);
+        }
+    }
+    let command = match rest.split_first() {
+        None => Command::Protocol,
+        Some((&("-h" | "--help"), _)) => Command::Help(MAIN_HELP),
+        Some((&("-V" | "--version"), _)) => Command::Version,
+        Some((&"help", topic)) => Command::Help(match topic.first() {
+            None => MAIN_HELP,
+            Some(&name) => {
+                help_of(name).ok_or_else(|| format!("no help for `{name}`: it is not a command"))?
+            }
+        }),
+        Some((&name, tail)) => {
+            if tail.iter().any(|a| *a == "-h" || *a == "--help") {
+                Command::Help(help_of(name).ok_or_else(|| unknown_command(name))?)
+            } else {
+                subcommand(name, tail)?
+            }
+        }
+    };
+    Ok(Parsed { command, color })
+}
+
+fn color_choice(value: &str) -> Result<ColorChoice, String> {
+    ColorChoice::parse(value)
+        .ok_or_else(|| format!("`--color` takes auto, always or never, not `{value}`"))
+}
+
+fn help_of(command: &str) -> Option<&'static str> {
+    Some(match command {
+        "supports" => SUPPORTS_HELP,
+        "build" => BUILD_HELP,
+        "check" => CHECK_HELP,
+        "explain" => EXPLAIN_HELP,
+        "help" => MAIN_HELP,
+        _ => return None,
+    })
+}
+
+fn unknown_command(name: &str) -> String {
+    if name.starts_with('-') {
+        format!("unknown option `{name}`\n\n{MAIN_HELP}")
+    } else {
+        format!("unknown command `{name}`\n\n{MAIN_HELP}")
+    }
+}
+
+fn usage(command: &str, message: &str) -> String {
+    format!("{message}\n\nrun `mdbook-fkc {command} --help` for usage")
+}
+
+fn subcommand(name: &str, tail: &[&str]) -> Result<Command, String> {
+    match name {
+        "supports" => match tail {
+            [renderer] if !renderer.starts_with('-') => {
+                Ok(Command::Supports((*renderer).to_owned()))
+            }
+            [] => Err(usage("supports", "`supports` needs the RENDERER's name")),
+            _ => Err(usage("supports", "`supports` takes exactly one RENDERER")),
+        },
+        "explain" => match tail {
+            [code] if !code.starts_with('-') => Ok(Command::Explain((*code).to_owned())),
+            [] => Err(usage(
+                "explain",
+                "`explain` needs a CODE (for example FKC0104)",
+            )),
+            _ => Err(usage("explain", "`explain` takes exactly one CODE")),
+        },
+        "build" => build(tail),
+        "check" => check(tail),
+        _ => Err(unknown_command(name)),
+    }
+}
+
+/// Splits `tail` into the optional DIR and flags, each flag handled by `flag`, which returns
+/// whether it consumed the next argument.
+fn walk<'a>(
+    command: &str,
+    tail: &[&'a str],
+    mut flag: impl FnMut(&'a str, Option<&'a str>) -> Result<Option<bool>, String>,
+) -> Result<PathBuf, String> {
+    let mut dir = None;
+    let mut index = 0;
+    while let Some(&arg) = tail.get(index) {
+        index += 1;
+        if arg.starts_with('-') && arg != "-" {
+            let (name, inline) = match arg.split_once('=') {
+                Some((name, value)) if name.starts_with("--") => (name, Some(value)),
+                _ => (arg, None),
+            };
+            let next = inline.or_else(|| tail.get(index).copied());
+            match flag(name, next)? {
+                Some(true) if inline.is_none() => index += 1,
+                Some(_) => {}
+                None => return Err(usage(command, &format!("unknown option `{name}`"))),
+            }
+        } else if dir.is_none() {
+            dir = Some(PathBuf::from(arg));
+        } else {
+            return Err(usage(command, &format!("unexpected argument `{arg}`")));
+        }
+    }
+    Ok(dir.unwrap_or_else(|| PathBuf::from(".")))
+}
+
+fn build(tail: &[&str]) -> Result<Command, String> {
+    let mut dest = None;
+    let mut open = false;
+    let dir = walk("build", tail, |name, next| match name {
+        "-d" | "--dest-dir" => {
+            let value = next.ok_or_else(|| usage("build", "`--dest-dir` needs a DIR"))?;
+            dest = Some(PathBuf::from(value));
+            Ok(Some(true))
+        }
+        "-o" | "--open" => {
+            open = true;
+            Ok(Some(false))
+        }
+        "--format" | "--deny" => Err(usage(
+            "build",
+            &format!("`{name}` belongs to `check`, not `build`"),
+        )),
+        _ => Ok(None),
+    })?;
+    Ok(Command::Build { dir, dest, open })
+}
+
+fn check(tail: &[&str]) -> Result<Command, String> {
+    let mut format = Format::Text;
+    let mut deny_unverified = false;
+    let dir = walk("check", tail, |name, next| match name {
+        "--format" => {
+            format = match next {
+                Some("text") => Format::Text,
+                Some("json") => Format::Json,
+                Some("sarif") => Format::Sarif,
+                Some("github") => Format::Github,
+                other => {
+                    return Err(usage(
+                        "check",
+                        &format!(
+                            "`--format` takes text, json, sarif or github, not `{}`",
+                            other.unwrap_or("")
+                        ),
+                    ));
+                }
+            };
+            Ok(Some(true))
+        }
+        "--deny" => match next {
+            Some("unverified") => {
+                deny_unverified = true;
+                Ok(Some(true))
+            }
+            other => Err(usage(
+                "check",
+                &format!("`--deny` takes `unverified`, not `{}`", other.unwrap_or("")),
+            )),
+        },
+        _ => Ok(None),
+    })?;
+    Ok(Command::Check {
+        dir,
+        format,
+        deny_unverified,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    fn parse_line(line: &str) -> Result<Parsed, String> {
+        let args: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        parse(&args)
+    }
+
+    #[test]
+    fn subcommands_and_flags() {
+        assert_eq!(parse_line("").unwrap().command, Command::Protocol);
+        assert_eq!(
+            parse_line("check book --format=json --deny unverified --color never").unwrap(),
+            Parsed {
+                command: Command::Check {
+                    dir: PathBuf::from("book"),
+                    format: Format::Json,
+                    deny_unverified: true
+                },
+                color: ColorChoice::Never
+            }
+        );
+        assert_eq!(
+            parse_line("build -d out --open").unwrap().command,
+            Command::Build {
+                dir: PathBuf::from("."),
+                dest: Some(PathBuf::from("out")),
+                open: true
+            }
+        );
+        assert_eq!(
+            parse_line("build . --dest-dir=x").unwrap().command,
+            Command::Build {
+                dir: PathBuf::from("."),
+                dest: Some(PathBuf::from("x")),
+                open: false
+            }
+        );
+    }
+
+    #[test]
+    fn every_subcommand_has_help() {
+        for name in ["supports", "build", "check", "explain"] {
+            let Command::Help(text) = parse_line(&format!("{name} --help")).unwrap().command else {
+                panic!("{name} --help is not help");
+            };
+            assert!(text.contains(&format!("mdbook-fkc {name}")), "{text}");
+            assert_eq!(
+                parse_line(&format!("help {name}")).unwrap().command,
+                Command::Help(text)
+            );
+        }
+    }
+
+    #[test]
+    fn usage_errors() {
+        for line in [
+            "supports",
+            "supports a b",
+            "explain",
+            "check --format xml",
+            "check --deny everything",
+            "check a b",
+            "build --format json",
+            "build -d",
+            "frobnicate",
+            "--color sometimes check",
+        ] {
+            assert!(parse_line(line).is_err(), "{line} parsed");
+        }
+    }
+}
