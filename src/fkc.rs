@@ -132,7 +132,7 @@ pub static ENTRY_POINTS: &[KernelRef] = &[
 ];
 
 /// The reference backend as a provider: its link registry with its op kinds, carriers and
-/// executor. mdbook-fkc runs it in process; `cargo run --bin fkc-provider` serves it over the
+/// executor. mdbook-fkc runs it in process; `cargo run --bin fuel-reference-provider` serves it over the
 /// provider protocol.
 pub static REGISTRY: Registry = Registry {
     name: "fuel-reference-backend",

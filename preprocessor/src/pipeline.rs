@@ -228,11 +228,13 @@ impl<'r> BookChecker<'r> {
             && !has_errors(&diagnostics)
             && !unverified
         {
+            let builtin = self.providers.builtin().clone();
             let (ran, found) = verify::verify(
                 raw,
                 &resolved.contract,
                 &resolved.import,
                 provider,
+                &builtin,
                 source,
                 self.verify,
             );

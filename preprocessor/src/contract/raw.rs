@@ -191,6 +191,17 @@ pub struct RawContract {
     pub cost: Option<RawCost>,
     pub precision: Option<RawPrecision>,
     pub determinism: Option<Located<Determinism>>,
+    pub oracle: Option<RawOracle>,
+}
+
+/// `oracle`: another registry's entry point the values are checked against (differential
+/// testing), with fixed values for the oracle's parameters this kernel does not have.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawOracle {
+    pub span: Range<usize>,
+    pub entry_point: Located<String>,
+    /// (field, value): one integer, or a list for a tuple or array field.
+    pub params: Vec<(Located<String>, Located<Vec<u64>>)>,
 }
 
 /// `determinism`.
@@ -236,6 +247,7 @@ const CONTRACT_FIELDS: &[&str] = &[
     "cost",
     "precision",
     "determinism",
+    "oracle",
 ];
 
 /// The nested sections of a contract and their fields (to recognise lost indentation).
@@ -302,6 +314,7 @@ pub fn read_contract(reader: &mut Reader<'_>, root: &Node) -> Option<RawContract
         determinism: reader.optional(&fields, "determinism", |r, n| {
             r.word(n, "determinism", Determinism::WORDS)
         }),
+        oracle: reader.optional(&fields, "oracle", read_oracle),
     };
     kernel.map(|_| contract)
 }
@@ -329,6 +342,47 @@ fn read_entry_point(reader: &mut Reader<'_>, node: &Node) -> Option<Located<Entr
             None
         }
     }
+}
+
+fn read_oracle(reader: &mut Reader<'_>, node: &Node) -> Option<RawOracle> {
+    let fields = reader.mapping(node, "oracle", &["entry_point", "params"])?;
+    let entry_point = reader
+        .required(&fields, "entry_point", "oracle")
+        .and_then(|n| reader.string(n, "oracle.entry_point"))?;
+    let mut params = Vec::new();
+    if let Some(table) = fields.get("params").filter(|n| n.value != Value::Null) {
+        let Value::Map(entries) = &table.value else {
+            reader.error_at(
+                Code::WrongType,
+                table,
+                format!(
+                    "`oracle.params` must be a mapping, found {}",
+                    table.value.type_name()
+                ),
+            );
+            return None;
+        };
+        for (key, value) in entries {
+            let name = reader.string(key, "an oracle parameter name");
+            let numbers = match &value.value {
+                Value::Seq(items) => items
+                    .iter()
+                    .map(|item| reader.unsigned(item, "oracle.params").map(|n| n.value))
+                    .collect::<Option<Vec<u64>>>(),
+                _ => reader
+                    .unsigned(value, "oracle.params")
+                    .map(|n| vec![n.value]),
+            };
+            if let (Some(name), Some(numbers)) = (name, numbers) {
+                params.push((name, reader.located(value, numbers)));
+            }
+        }
+    }
+    Some(RawOracle {
+        span: reader.file_span(&node.span),
+        entry_point,
+        params,
+    })
 }
 
 fn read_revision_hash(reader: &mut Reader<'_>, node: &Node) -> Option<Located<RevisionHash>> {

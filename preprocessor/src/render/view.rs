@@ -306,6 +306,19 @@ fn identity(contract: &RawContract) -> Vec<Row> {
             .map(|d| d.clone().map(|d| d.as_str()))
             .as_ref(),
     );
+    if let Some(oracle) = &contract.oracle {
+        let fixed: Vec<String> = oracle
+            .params
+            .iter()
+            .map(|(name, value)| format!("{} = {:?}", name.value, value.value))
+            .collect();
+        let text = if fixed.is_empty() {
+            oracle.entry_point.value.clone()
+        } else {
+            format!("{} ({})", oracle.entry_point.value, fixed.join(", "))
+        };
+        rows.push(Row::code("oracle", text, note(&oracle.entry_point)));
+    }
     rows
 }
 

@@ -91,8 +91,14 @@ impl Gate<'_> {
                 }
             }
         }
-        let values = match (oracle::has_reference(&self.op_kind), all_exact) {
-            (false, _) => format!(
+        let oracle = match &self.named_oracle {
+            Some(named) => Some(format!("the oracle `{}`", named.kernel.symbol)),
+            None => {
+                oracle::has_reference(&self.op_kind).then(|| "an independent oracle".to_owned())
+            }
+        };
+        let values = match (oracle, all_exact) {
+            (None, _) => format!(
                 "; values: not checked — no oracle for op kind `{}`",
                 if self.op_kind.is_empty() {
                     "(none)"
@@ -100,9 +106,9 @@ impl Gate<'_> {
                     &self.op_kind
                 }
             ),
-            (true, true) => ", values exactly equal to an independent oracle's".to_owned(),
-            (true, false) => format!(
-                ", values within the error bound of an independent oracle (worst {:.0}% of it)",
+            (Some(oracle), true) => format!(", values exactly equal to {oracle}'s"),
+            (Some(oracle), false) => format!(
+                ", values within the error bound of {oracle} (worst {:.0}% of it)",
                 worst * 100.0
             ),
         };

@@ -18,6 +18,7 @@ mod domain;
 mod dtypes;
 pub mod geometry;
 pub mod layout;
+mod named;
 mod operands;
 pub mod oracle;
 mod rules;
@@ -77,6 +78,7 @@ pub fn verify(
     contract: &Contract,
     import: &Import,
     provider: &Provider,
+    builtin: &Provider,
     source: &Arc<SourceFile>,
     options: VerifyOptions,
 ) -> (Evidence, Vec<Diagnostic>) {
@@ -108,6 +110,11 @@ pub fn verify(
             .map(|k| k.value.clone())
             .or_else(|| first_kernel.op_kind.clone())
             .unwrap_or_default(),
+        named_oracle: None,
+    };
+    gate.named_oracle = match named::resolve(&mut gate, [provider, builtin]) {
+        Ok(named) => named,
+        Err(()) => return (gate.evidence, gate.diagnostics),
     };
     if !gate.operands_match(&first_kernel) {
         return (gate.evidence, gate.diagnostics);
@@ -141,7 +148,7 @@ pub fn verify(
     gate.coverage(first_dtype, &admitted);
     if gate.diagnostics.is_empty() {
         let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
-        gate.evidence.worked = worked::example(&first_kernel, &gate.op_kind, first_dtype, &samples);
+        gate.evidence.worked = worked::example_in(&gate.domain, &kernels, &gate.op_kind, &samples);
     }
     gate.undeclared_dtypes(import, &first_kernel, &admitted);
     (gate.evidence, gate.diagnostics)
@@ -167,6 +174,8 @@ struct Gate<'a> {
     seed: u64,
     /// The op kind the contract declares (or the kernel's): it picks the value oracle.
     op_kind: String,
+    /// The entry point the contract names as its oracle (`oracle:`), if any.
+    named_oracle: Option<named::NamedOracle<'a>>,
 }
 
 impl Gate<'_> {
@@ -272,6 +281,7 @@ mod tests {
             evidence: Evidence::default(),
             seed: 1,
             op_kind: String::new(),
+            named_oracle: None,
         };
         let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
         assert!(!admitted.is_empty());

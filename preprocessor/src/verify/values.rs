@@ -7,6 +7,17 @@ use crate::diag::Code;
 use crate::providers::Kernel;
 use fkc_provider::DType;
 
+/// The promise a value broke.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Claim {
+    /// `max_ulp: 0`, or an exact operation.
+    Exact,
+    /// Higham's bound in the dtype.
+    Bound(f64),
+    /// The authored `max_absolute + max_relative × |exact|`.
+    Authored(f64),
+}
+
 impl Gate<'_> {
     /// The values agree with the oracle: exactly where `max_ulp: 0` is claimed (or the operation
     /// is exact), otherwise within Higham's bound `γ_K·Σ|w·x|` in the dtype, and within
@@ -21,10 +32,8 @@ impl Gate<'_> {
         values: &[Vec<f64>],
         predicted: &[Vec<i64>],
     ) -> Option<Agreement> {
-        let (Some(reference), Some(actual)) = (
-            oracle::reference(&self.op_kind, inputs, sample),
-            values.first(),
-        ) else {
+        let reference = self.reference(kernel, sample, inputs).ok()?;
+        let (Some(reference), Some(actual)) = (reference, values.first()) else {
             return Some(Agreement {
                 exact: false,
                 worst: 0.0,
@@ -51,8 +60,7 @@ impl Gate<'_> {
                 actual.len(),
                 f64::NAN,
                 f64::NAN,
-                0.0,
-                true,
+                Claim::Exact,
             );
             return None;
         }
@@ -67,10 +75,17 @@ impl Gate<'_> {
             };
             let within_bound = error <= bound || (got.is_nan() && want.is_nan());
             // Authored tolerances combine as `allclose` does: `|error| <= atol + rtol * |exact|`.
-            let within_authored = (max_absolute.is_none() && max_relative.is_none())
-                || error <= max_absolute.unwrap_or(0.0) + max_relative.unwrap_or(0.0) * want.abs();
-            if !(within_bound && within_authored) {
-                self.wrong_value(kernel, dtype, sample, index, got, want, bound, exact);
+            let tolerance = max_absolute.unwrap_or(0.0) + max_relative.unwrap_or(0.0) * want.abs();
+            let within_authored =
+                (max_absolute.is_none() && max_relative.is_none()) || error <= tolerance;
+            let claim = match (within_bound, within_authored) {
+                (true, true) => None,
+                (false, _) if exact => Some(Claim::Exact),
+                (false, _) => Some(Claim::Bound(bound)),
+                (true, false) => Some(Claim::Authored(tolerance)),
+            };
+            if let Some(claim) = claim {
+                self.wrong_value(kernel, dtype, sample, index, got, want, claim);
                 return None;
             }
             if bound > 0.0 {
@@ -95,24 +110,34 @@ impl Gate<'_> {
         index: usize,
         got: f64,
         want: f64,
-        bound: f64,
-        exact: bool,
+        claim: Claim,
     ) {
-        let span = self
-            .raw
-            .precision
-            .as_ref()
-            .and_then(|p| p.max_ulp.as_ref().map(|m| m.span.clone()))
-            .unwrap_or_else(|| self.raw.kernel.span.clone());
-        let claim = if exact {
-            "exactly (max_ulp: 0)".to_owned()
-        } else {
-            format!("within {bound:e} (γ_K·Σ|w·x| in {})", dtype.name())
+        let precision = self.raw.precision.as_ref();
+        let authored_span = precision.and_then(|p| {
+            [&p.max_relative, &p.max_absolute]
+                .into_iter()
+                .find_map(|f| f.as_ref().map(|f| f.span.clone()))
+        });
+        let ulp_span = precision.and_then(|p| p.max_ulp.as_ref().map(|m| m.span.clone()));
+        let span = match claim {
+            Claim::Authored(_) => authored_span.or(ulp_span),
+            _ => ulp_span,
+        }
+        .unwrap_or_else(|| self.raw.kernel.span.clone());
+        let claim = match claim {
+            Claim::Exact => "exactly (max_ulp: 0)".to_owned(),
+            Claim::Bound(bound) => format!("within {bound:e} (γ_K·Σ|w·x| in {})", dtype.name()),
+            Claim::Authored(tolerance) => {
+                format!("within {tolerance:e} (max_absolute + max_relative × |exact|)")
+            }
         };
+        let oracle = self.named_oracle.map_or("the oracle's".to_owned(), |n| {
+            format!("`{}`'s", n.kernel.symbol)
+        });
         let diagnostic = self.error(
             Code::WrongValue,
             span,
-            format!("`{}` computes {got:e} at output element {index}; the oracle's value is {want:e}, and the contract promises it {claim}", kernel.symbol),
+            format!("`{}` computes {got:e} at output element {index}; {oracle} value is {want:e}, and the contract promises it {claim}", kernel.symbol),
         );
         diagnostic
             .notes

@@ -70,8 +70,8 @@ fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-#[test]
-fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
+/// A copy of the demo provider's book run by this test run's binary and the demo's binary.
+fn demo_book() -> PathBuf {
     let dir = temp_dir("demo-book");
     let demo = repo_root().join("examples/demo-provider");
     copy_dir(&demo.join("book"), &dir.join("book"));
@@ -88,6 +88,22 @@ fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
             &provider,
         );
     std::fs::write(dir.join("book.toml"), toml).unwrap();
+    dir
+}
+
+/// `demo_book()` with one text of its chapter replaced.
+fn mutated_demo_book(from: &str, to: &str) -> PathBuf {
+    let dir = demo_book();
+    let chapter = dir.join("book/kernels.md");
+    let text = std::fs::read_to_string(&chapter).unwrap();
+    assert!(text.contains(from), "{from}");
+    std::fs::write(&chapter, text.replacen(from, to, 1)).unwrap();
+    dir
+}
+
+#[test]
+fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
+    let dir = demo_book();
     let output = real_mdbook_build(&dir);
     assert!(output.status.success(), "{}", stderr(&output));
     let html = page(&dir, "kernels.html");
@@ -99,12 +115,63 @@ fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
     }
     assert!(html.contains("demo_provider::conv2d_im2col_f32"));
     assert!(
-        html.contains("within the error bound of an independent oracle"),
-        "conv2d_im2col's values were not checked"
+        html.contains(
+            "within the error bound of the oracle <code>fuel_reference_backend::ops::conv2d_f64</code>"
+        ),
+        "conv2d_im2col's values were not checked against the reference backend"
     );
     assert!(
         html.contains("values exactly equal to an independent oracle"),
         "relu's values were not checked"
+    );
+}
+
+#[test]
+fn a_named_oracle_holds_the_kernel_to_its_stated_tolerance() {
+    let dir = mutated_demo_book("max_relative: 1e-6 #", "max_relative: 0 #");
+    let dir_text = std::fs::read_to_string(dir.join("book/kernels.md")).unwrap();
+    std::fs::write(
+        dir.join("book/kernels.md"),
+        dir_text.replacen("max_absolute: 1e-6", "max_absolute: 0", 1),
+    )
+    .unwrap();
+    let output = fkc(&["check"], &dir);
+    let text = stderr(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("error[FKC0409]"), "{text}");
+    assert!(
+        text.contains("`fuel_reference_backend::ops::conv2d_f64`'s value is"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(max_absolute + max_relative × |exact|)"),
+        "{text}"
+    );
+    assert!(text.contains("book/kernels.md:121:"), "{text}");
+}
+
+#[test]
+fn a_named_oracle_must_resolve() {
+    let dir = mutated_demo_book(
+        "ops::conv2d_f64\" # differential",
+        "ops::conv2d_f46\" # differential",
+    );
+    let text = stderr(&fkc(&["check"], &dir));
+    assert!(
+        text.contains(
+            "error[FKC0304]: oracle entry point `fuel_reference_backend::ops::conv2d_f46`"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("did you mean `fuel_reference_backend::ops::conv2d_f64`?"),
+        "{text}"
+    );
+    let dir = mutated_demo_book("groups: 1 }", "groups: 1, grups: 2 }");
+    let text = stderr(&fkc(&["check"], &dir));
+    assert!(
+        text.contains("error[FKC0303]: `grups` is not a parameter of the oracle"),
+        "{text}"
     );
 }
 
