@@ -50,6 +50,7 @@ pub fn decorate(
     if let Some(worked) = &evidence.worked {
         view.figure = Some(super::svg::worked_example(worked));
         view.figure_caption = Some(super::svg::caption(worked));
+        view.worked = Some(super::svg::figure(worked));
     }
     view.import_notes = diagnostics
         .iter()

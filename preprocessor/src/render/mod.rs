@@ -20,6 +20,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("rows.html", include_str!("../../templates/rows.html.tera")),
     (
+        "figure.html",
+        include_str!("../../templates/figure.html.tera"),
+    ),
+    (
         "provider.html",
         include_str!("../../templates/provider.html.tera"),
     ),

@@ -122,6 +122,9 @@ pub struct ContractView {
     pub precision: Vec<Row>,
     pub source: String,
     pub source_location: String,
+    /// The worked example as the `figure.html` template lays it out (grids, legend, trace,
+    /// cost on the example, drift plots).
+    pub worked: Option<super::svg::FigureView>,
 }
 
 /// The provider card rendered in place of the front matter.
@@ -238,6 +241,7 @@ pub fn contract_view(
         precision: precision_rows(contract),
         source: source.to_owned(),
         source_location,
+        worked: None,
     }
 }
 

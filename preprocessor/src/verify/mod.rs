@@ -149,7 +149,7 @@ pub fn verify(
     if gate.diagnostics.is_empty() {
         let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
         gate.evidence.worked =
-            worked::example(&first_kernel, &gate.op_kind, first_dtype, &samples);
+            worked::example_in(&gate.domain, &kernels, &gate.op_kind, &samples);
     }
     gate.undeclared_dtypes(import, &first_kernel, &admitted);
     (gate.evidence, gate.diagnostics)
