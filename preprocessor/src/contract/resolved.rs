@@ -7,7 +7,7 @@
 use super::raw::{MAX_RANK, RawContract, RawInput};
 use super::schema::Located;
 use crate::diag::{Code, Diagnostic};
-use crate::expr::{self, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Span, Type};
+use crate::expr::{self, BinOp, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Span, Type};
 use crate::source::SourceFile;
 use fkc_provider::ParamKind;
 use std::sync::Arc;
@@ -60,9 +60,11 @@ pub const PREDICATES: &[(&str, &str)] = &[("depthwise", "groups == x.dim[1]")];
 /// Every expression of a contract, resolved.
 #[derive(Debug, Clone, Default)]
 pub struct Contract {
-    /// (input name, constraint) — `same_as=` desugared to `NAME.dim[0] == EXPR`.
+    /// (input name, constraint) — `same_as=` desugared to `NAME.dim[0] == EXPR`. A constraint
+    /// joined by top-level `&&` is one entry per part (each with its own text and location), so
+    /// the gate breaks, and locates, each part alone.
     pub input_constraints: Vec<(String, ResolvedExpr)>,
-    /// (op-param name, constraint).
+    /// (op-param name, constraint), split at top-level `&&` the same way.
     pub param_constraints: Vec<(String, ResolvedExpr)>,
     pub outputs: Vec<ResolvedOutput>,
     /// (formula name, expression) for flops, bytes_moved, overhead_ns and memory.*.
@@ -100,18 +102,22 @@ pub fn resolve_expressions(
         if let Some(constraint) = &input.shape_constraint
             && let Some(resolved) = resolver.input_constraint(input, constraint)
         {
-            contract
-                .input_constraints
-                .push((input.name.value.clone(), resolved));
+            for part in resolver.conjuncts(resolved) {
+                contract
+                    .input_constraints
+                    .push((input.name.value.clone(), part));
+            }
         }
     }
     for field in raw.op_params.iter().flat_map(|p| &p.fields) {
         if let Some(constraint) = &field.constraint
             && let Some(resolved) = resolver.typed(constraint, Type::Bool, "a constraint")
         {
-            contract
-                .param_constraints
-                .push((field.name.value.clone(), resolved));
+            for part in resolver.conjuncts(resolved) {
+                contract
+                    .param_constraints
+                    .push((field.name.value.clone(), part));
+            }
         }
     }
     resolver.formulas(raw, &mut contract);
@@ -546,6 +552,38 @@ impl Resolver<'_> {
     }
 
     /// The file span of `[start, end)` bytes of an expression written at `offset` in a value.
+    /// The top-level `&&` parts of a constraint, each with its own text and file location; the
+    /// constraint itself when it is no conjunction (or was desugared, like `same_as=`).
+    fn conjuncts(&self, resolved: ResolvedExpr) -> Vec<ResolvedExpr> {
+        let mut parts = Vec::new();
+        collect_conjuncts(&resolved.expr, &mut parts);
+        let texts: Option<Vec<String>> = parts
+            .iter()
+            .map(|part| {
+                resolved
+                    .source
+                    .value
+                    .get(part.span.start..part.span.end)
+                    .map(str::to_owned)
+            })
+            .collect();
+        match texts {
+            Some(texts) if parts.len() > 1 => parts
+                .iter()
+                .zip(texts)
+                .map(|(part, text)| ResolvedExpr {
+                    source: Located {
+                        span: self.value_span(&resolved.source, part.span.start, part.span.end),
+                        value: text,
+                        comment: resolved.source.comment.clone(),
+                    },
+                    expr: (*part).clone(),
+                })
+                .collect(),
+            _ => vec![resolved],
+        }
+    }
+
     fn value_span(
         &self,
         located: &Located<String>,
@@ -593,6 +631,22 @@ impl Resolver<'_> {
             diagnostic.help.push(help.clone());
         }
         self.diagnostics.push(diagnostic);
+    }
+}
+
+/// Pushes the operands of every top-level `&&` of `expr`, left to right.
+fn collect_conjuncts<'e>(expr: &'e Expr, parts: &mut Vec<&'e Expr>) {
+    match &expr.kind {
+        ExprKind::Binary {
+            op: BinOp::And,
+            lhs,
+            rhs,
+            ..
+        } => {
+            collect_conjuncts(lhs, parts);
+            collect_conjuncts(rhs, parts);
+        }
+        _ => parts.push(expr),
     }
 }
 

@@ -125,6 +125,8 @@ codes! {
         "A kernel that panics, aborts, overflows its stack or exits the provider process fails the gate on that sample: a crash is never counted as a rejection. The provider is restarted and the gate goes on; the sample is reported with the provider's last words.";
     KernelTimedOut = "FKC0414", "the kernel did not return within the time limit",
         "Every call has a time limit (`call-timeout-ms` of the provider's table in book.toml; 10 s by default). A kernel that does not return in time is killed with its provider process, which is restarted; the sample is reported.";
+    AbiClaim = "FKC0415", "a claim the provider boundary cannot make true",
+        "Entry points receive immutable operand views and return new, owned, packed tensors. So `in_place: false`, `aliasing: none` and `layout_guarantee: contiguous` hold by construction (the page says so), and `in_place: true` cannot hold for any kernel behind this boundary.";
     UnverifiedDenied = "FKC0005", "an unverified contract where every contract must be proven",
         "A fence written ```fkc,unverified is a spec-first contract: parsed and resolved, shown with a \"not verified\" badge, but not run. `mdbook-fkc check --deny unverified` makes each one an error, for CI that wants every contract proven.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",

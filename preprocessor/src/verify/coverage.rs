@@ -47,8 +47,11 @@ impl Gate<'_> {
         }
         if !taken.is_empty() {
             self.evidence.rows.push((
-                "fast paths taken".to_owned(),
-                format!("admitted samples taking each: {}", taken.join("; ")),
+                "fast-path conditions held".to_owned(),
+                format!(
+                    "each `when` held on some admitted sample: {} (the kernel does not report which path it took, so this shows the condition is reachable, not that the path ran)",
+                    taken.join("; ")
+                ),
             ));
         }
         let optional: Vec<String> = self

@@ -121,21 +121,39 @@ impl Gate<'_> {
         }
         let total = self.domain.contract.input_constraints.len()
             + self.domain.contract.param_constraints.len();
-        let per_constraint: Vec<String> = (0..total)
+        let counts: Vec<(usize, String)> = (0..total)
             .map(|index| {
                 let count = samples.iter().filter(|(_, c)| *c == index).count();
-                let text = self.constraint_source(index).1;
-                if count == 0 {
-                    format!("`{text}`: never broken alone (breaking it also breaks another rule)")
-                } else {
-                    format!("`{text}`: {count} rejected")
-                }
+                (count, self.constraint_source(index).1)
             })
             .collect();
-        if total > 0 {
+        let needed: Vec<String> = counts
+            .iter()
+            .filter(|(count, _)| *count > 0)
+            .map(|(count, text)| format!("`{text}`: {count} rejected"))
+            .collect();
+        let unbroken: Vec<String> = counts
+            .iter()
+            .filter(|(count, _)| *count == 0)
+            .map(|(_, text)| format!("`{text}`"))
+            .collect();
+        if !needed.is_empty() {
             self.evidence.rows.push((
-                "each constraint is needed".to_owned(),
-                format!("{rejected} samples breaking exactly one constraint, each rejected by `{}` — {}", kernel.symbol, per_constraint.join("; ")),
+                format!("constraints needed ({} of {total} parts)", needed.len()),
+                format!(
+                    "each `&&` part broken alone, every other part true: {rejected} samples, each rejected by `{}` — {}",
+                    kernel.symbol,
+                    needed.join("; ")
+                ),
+            ));
+        }
+        if !unbroken.is_empty() {
+            self.evidence.rows.push((
+                "constraints not shown to be needed".to_owned(),
+                format!(
+                    "never broken alone on the drawn samples (breaking it also broke another part or the shape rule), so not counted as needed: {}",
+                    unbroken.join("; ")
+                ),
             ));
         }
     }

@@ -11,6 +11,7 @@
 //! `coverage` and `dtypes`. Samples come from [`sample`], calls go through [`run`] to the
 //! contract's provider, values are compared with [`oracle`].
 
+mod abi;
 mod admitted;
 mod cost;
 mod coverage;
@@ -133,6 +134,7 @@ pub fn verify(
             options.seed
         ),
     ));
+    let mut ran = Vec::new();
     for (index, &(dtype, kernel)) in kernels.iter().enumerate() {
         let take = if index == 0 {
             admitted.len()
@@ -142,14 +144,19 @@ pub fn verify(
         if !gate.admitted(&kernel, dtype, &admitted[..take.min(admitted.len())]) {
             break; // one counterexample is enough; the other dtypes would repeat it
         }
+        ran.push((dtype, kernel.symbol.clone()));
+    }
+    gate.per_input_dtypes(&ran);
+    gate.abi_claims();
+    if let Some((sample, _)) = admitted.first() {
+        gate.required_inputs(&first_kernel, first_dtype, sample);
     }
     gate.breaking(&first_kernel, first_dtype, &breaking);
     gate.layouts(&first_kernel, first_dtype, &admitted);
     gate.coverage(first_dtype, &admitted);
     if gate.diagnostics.is_empty() {
         let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
-        gate.evidence.worked =
-            worked::example_in(&gate.domain, &kernels, &gate.op_kind, &samples);
+        gate.evidence.worked = worked::example_in(&gate.domain, &kernels, &gate.op_kind, &samples);
     }
     gate.undeclared_dtypes(import, &first_kernel, &admitted);
     (gate.evidence, gate.diagnostics)

@@ -1,0 +1,146 @@
+//! What the provider boundary itself guarantees, and each input's own claims: outputs are new,
+//! owned, packed tensors (so `in_place: false`, `aliasing: none` and `layout_guarantee:
+//! contiguous` hold by construction, and `in_place: true` cannot); `alignment_bytes` is not
+//! observable at the boundary; every input's own dtype list and optionality hold for that input.
+
+use super::Gate;
+use super::run::{Fill, operands, params};
+use super::sample::Sample;
+use crate::diag::Code;
+use crate::providers::{CallOutcome, Kernel};
+use fkc_provider::DType;
+
+impl Gate<'_> {
+    /// The claims the ABI decides: shown as holding by construction, or an error when they
+    /// cannot hold.
+    pub(super) fn abi_claims(&mut self) {
+        let caps = self.raw.caps.as_ref();
+        if let Some(in_place) = caps.and_then(|c| c.in_place.as_ref())
+            && in_place.value
+        {
+            let span = in_place.span.clone();
+            self.error(
+                Code::AbiClaim,
+                span,
+                "`in_place: true`, but an entry point receives immutable operand views and returns new tensors: no kernel behind this boundary writes into its input".to_owned(),
+            )
+            .help
+            .push("write `in_place: false`".to_owned());
+            return;
+        }
+        let mut held = Vec::new();
+        if caps.and_then(|c| c.in_place.as_ref()).is_some() {
+            held.push("`in_place: false`");
+        }
+        let outputs = &self.raw.outputs;
+        if outputs
+            .iter()
+            .any(|o| o.aliasing.as_ref().is_some_and(|a| a.value == "none"))
+        {
+            held.push("`aliasing: none`");
+        }
+        if outputs.iter().any(|o| {
+            o.layout_guarantee
+                .as_ref()
+                .is_some_and(|l| l.value == "contiguous")
+        }) {
+            held.push("`layout_guarantee: contiguous`");
+        }
+        if !held.is_empty() {
+            self.evidence.rows.push((
+                "outputs: ownership and layout".to_owned(),
+                format!(
+                    "{} hold by construction, not by a run: an entry point receives immutable operand views and returns new, owned, packed tensors",
+                    held.join(", ")
+                ),
+            ));
+        }
+        if let Some(alignment) = caps.and_then(|c| c.alignment_bytes.as_ref()) {
+            self.evidence.rows.push((
+                "alignment_bytes".to_owned(),
+                format!(
+                    "{}: not verified — the boundary carries element values, not addresses, so no alignment can be observed",
+                    alignment.value
+                ),
+            ));
+        }
+    }
+
+    /// Each input's own dtype list: a dtype the kernel ran with every operand in it, but that
+    /// one input does not declare, is a mismatch located at that input's list.
+    pub(super) fn per_input_dtypes(&mut self, ran: &[(DType, String)]) {
+        for (dtype, symbol) in ran {
+            let silent: Vec<(String, std::ops::Range<usize>)> = self
+                .raw
+                .inputs
+                .iter()
+                .filter(|i| !i.dtypes.iter().any(|d| d.value == *dtype))
+                .map(|i| (i.name.value.clone(), i.dtypes_span.clone()))
+                .collect();
+            for (name, span) in silent {
+                self.error(
+                    Code::DtypeMismatch,
+                    span,
+                    format!("`{name}` does not declare {dtype}, but `{symbol}` ran with `{name}` in {dtype}"),
+                )
+                .help
+                .push(format!("add {dtype} to `{name}`'s dtypes, or make the kernel refuse it"));
+            }
+        }
+    }
+
+    /// An input the contract does not mark optional must be required by the kernel: a call
+    /// without it must be refused.
+    pub(super) fn required_inputs(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample) {
+        let (Ok(base), Ok(values)) = (
+            operands(kernel, sample, dtype, Fill::Random(self.seed)),
+            params(kernel, sample),
+        ) else {
+            return;
+        };
+        let mut refused = Vec::new();
+        for (slot, desc) in kernel.inputs.iter().enumerate() {
+            let Some(input) = self.raw.inputs.iter().find(|i| i.name.value == desc.name) else {
+                continue;
+            };
+            if input.optional.as_ref().is_some_and(|o| o.value) || base.get(slot).is_none() {
+                continue;
+            }
+            let mut without = base.clone();
+            if let Some(operand) = without.get_mut(slot) {
+                *operand = None;
+            }
+            if let CallOutcome::Outputs(_) = kernel.run(&without, &values) {
+                let span = input
+                    .optional
+                    .as_ref()
+                    .map_or(input.name.span.clone(), |o| o.span.clone());
+                self.error(
+                    Code::OperandsMismatch,
+                    span,
+                    format!(
+                        "`{}` is not optional in the contract, but `{}` accepts a call without it",
+                        desc.name, kernel.symbol
+                    ),
+                )
+                .help
+                .push(format!(
+                    "mark `{}` `optional: true`, or make the kernel require it",
+                    desc.name
+                ));
+                return;
+            }
+            refused.push(format!("`{}`", desc.name));
+        }
+        if !refused.is_empty() {
+            self.evidence.rows.push((
+                "required inputs".to_owned(),
+                format!(
+                    "a call without each is refused by `{}`: {}",
+                    kernel.symbol,
+                    refused.join(", ")
+                ),
+            ));
+        }
+    }
+}
