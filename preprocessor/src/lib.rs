@@ -31,6 +31,7 @@ pub mod contract;
 pub mod diag;
 pub mod expr;
 mod import;
+mod judge;
 mod pipeline;
 pub mod preprocessor;
 pub mod providers;
@@ -42,6 +43,7 @@ pub mod source;
 mod verify;
 mod yaml;
 
+pub use judge::judge_book;
 pub use pipeline::BookChecker as Checker;
 pub use providers::{Provider, Providers};
 pub use render::{RenderError, Renderer};

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
             deny_unverified,
         } => check(&dir, format, deny_unverified),
         Command::Explain(code) => explain::run(&code, parsed.color),
+        Command::Judge { dir } => judge(&dir),
     };
     result.unwrap_or_else(|message| {
         eprintln!("error: {message}");
@@ -116,6 +117,23 @@ fn open_in_browser(page: &Path) -> Result<(), String> {
         .spawn()
         .map(drop)
         .map_err(|error| format!("cannot open {} with `{program}`: {error}", page.display()))
+}
+
+/// Times every contract's kernels and writes the calibration file beside the book.
+fn judge(dir: &Path) -> Result<ExitCode, String> {
+    let book = MDBook::load(dir)
+        .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
+    match mdbook_fkc::judge_book(&book.root, &book.config, &book.book) {
+        Ok((path, summary)) => {
+            print!("{summary}");
+            eprintln!("mdbook-fkc judge: wrote {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }
 
 /// Checks every contract without rendering.

@@ -31,6 +31,8 @@ pub struct BookChecker<'r> {
     providers: Providers,
     /// Make every ```` ```fkc,unverified ```` contract an error (`check --deny unverified`).
     deny_unverified: bool,
+    /// The Judge's measurements, shown on each measured contract's page.
+    calibration: Option<crate::judge::calibration::Calibration>,
 }
 
 /// What one fence turned into.
@@ -63,6 +65,7 @@ impl<'r> BookChecker<'r> {
             verify,
             providers,
             deny_unverified: false,
+            calibration: None,
         }
     }
 
@@ -74,6 +77,7 @@ impl<'r> BookChecker<'r> {
             verify,
             providers,
             deny_unverified: false,
+            calibration: None,
         }
     }
 
@@ -83,6 +87,15 @@ impl<'r> BookChecker<'r> {
         render: impl FnOnce(&Renderer) -> Result<String, RenderError>,
     ) -> Result<String, RenderError> {
         self.renderer.map_or(Ok(String::new()), render)
+    }
+
+    /// Shows the Judge's measurements (the calibration file beside the book) on contract pages.
+    pub(crate) fn with_calibration(
+        mut self,
+        calibration: Option<crate::judge::calibration::Calibration>,
+    ) -> Self {
+        self.calibration = calibration;
+        self
     }
 
     /// Makes every unverified contract an error (FKC0005).
@@ -300,8 +313,12 @@ impl<'r> BookChecker<'r> {
             evidence: evidence.rows.clone(),
             link: String::new(),
         };
+        let calibration = self.calibration.as_ref();
+        let hash = &resolved.revision_hash;
+        let kernel = &raw.kernel.value;
         Ok(FenceOutcome {
-            html: self.html(|r| r.contract(&view))?,
+            html: self
+                .html(|r| crate::judge::attach(r, r.contract(&view)?, calibration, kernel, hash))?,
             diagnostics,
             summary: Some(summary),
         })

@@ -22,6 +22,10 @@ pub enum Command {
         deny_unverified: bool,
     },
     Explain(String),
+    /// Time every contract's kernels and write the calibration file beside the book.
+    Judge {
+        dir: PathBuf,
+    },
     /// Print this text (a help page) and succeed.
     Help(&'static str),
     Version,
@@ -54,6 +58,7 @@ Commands:
   build [DIR]         build the book in DIR in-process, checking every contract
   check [DIR]         check every contract without rendering (the CI gate)
   explain CODE        explain a diagnostic code, with a failing example and its fix
+  judge [DIR]         time every contract's kernels; write DIR/fkc-calibration.json
   help [COMMAND]      print this help, or a command's
 
 Options:
@@ -104,6 +109,13 @@ Usage: mdbook-fkc explain CODE
 
 Example: mdbook-fkc explain FKC0104";
 
+pub const JUDGE_HELP: &str = "\
+Time every verified contract's kernel of the book in DIR (default .) on a ladder of sizes from
+its admitted domain (at most 2 s each), fit overhead_ns + flops / throughput + bytes_moved /
+bandwidth, and write DIR/fkc-calibration.json; the build then shows it on each contract's page.
+
+Usage: mdbook-fkc judge [DIR]";
+
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Parsed, String> {
     let mut color = ColorChoice::Auto;
@@ -153,6 +165,7 @@ fn help_of(command: &str) -> Option<&'static str> {
         "build" => BUILD_HELP,
         "check" => CHECK_HELP,
         "explain" => EXPLAIN_HELP,
+        "judge" => JUDGE_HELP,
         "help" => MAIN_HELP,
         _ => return None,
     })
@@ -189,6 +202,9 @@ fn subcommand(name: &str, tail: &[&str]) -> Result<Command, String> {
         },
         "build" => build(tail),
         "check" => check(tail),
+        "judge" => Ok(Command::Judge {
+            dir: walk("judge", tail, |_, _| Ok(None))?,
+        }),
         _ => Err(unknown_command(name)),
     }
 }

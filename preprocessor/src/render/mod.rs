@@ -39,6 +39,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         "inventory.html",
         include_str!("../../templates/inventory.html.tera"),
     ),
+    (
+        "judge.html",
+        include_str!("../../templates/judge.html.tera"),
+    ),
 ];
 
 /// A template problem (only possible with user-supplied templates).
@@ -110,6 +114,13 @@ impl Renderer {
         let mut context = Context::new();
         context.insert("c", contract);
         self.render("contract.html", &context)
+    }
+
+    /// A contract's measured cost, from the Judge's calibration file.
+    pub fn judge(&self, judge: &crate::judge::figure::JudgeView) -> Result<String, RenderError> {
+        let mut context = Context::new();
+        context.insert("judge", judge);
+        self.render("judge.html", &context)
     }
 
     /// The table of every contract of the book; links are prefixed with `prefix` (the way up

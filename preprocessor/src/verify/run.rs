@@ -36,7 +36,7 @@ pub enum Fill {
     SmallIntegers,
 }
 
-pub(super) fn operands(
+pub(crate) fn operands(
     kernel: &EntryPointInfo,
     sample: &Sample,
     dtype: DType,
@@ -75,7 +75,7 @@ pub(super) fn operands(
         .collect()
 }
 
-pub(super) fn params(kernel: &EntryPointInfo, sample: &Sample) -> Result<ParamValues, String> {
+pub(crate) fn params(kernel: &EntryPointInfo, sample: &Sample) -> Result<ParamValues, String> {
     let mut values = ParamValues::new();
     for field in kernel.params.iter().filter(|f| f.shape_of.is_none()) {
         let value = sample

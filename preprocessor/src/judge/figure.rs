@@ -1,0 +1,297 @@
+//! What a contract's page shows of the calibration: the measured times against the structural
+//! prior as a small log-log inline SVG (measured time against the `flops` formula — or
+//! `bytes_moved`, for a contract that does no arithmetic — with the fitted model), the fitted
+//! figures, and the verdict; or, when the contract changed since it was measured, that the
+//! calibration is stale. Built from the file alone: the build never times anything.
+
+use super::calibration::{Calibration, Judged};
+use serde::Serialize;
+
+/// The calibration as a contract's page shows it (the `judge.html` template's `j`).
+#[derive(Debug, Clone, Serialize)]
+pub struct JudgeView {
+    /// Set when the contract's revision hash differs from the one measured: why.
+    pub stale: Option<String>,
+    /// The log-log figure (already escaped).
+    pub svg: Option<String>,
+    pub caption: String,
+    /// `good`, `poor` or `not fitted`.
+    pub verdict: String,
+    /// The verdict in words.
+    pub reason: String,
+    /// (figure, value) rows: the fitted model, the machine.
+    pub rows: Vec<(String, String)>,
+}
+
+/// The view of `kernel` (now at `revision_hash`) in `calibration`, if it was measured.
+pub fn view(calibration: &Calibration, kernel: &str, revision_hash: &str) -> Option<JudgeView> {
+    let judged = calibration.contracts.iter().find(|c| c.kernel == kernel)?;
+    let machine = format!(
+        "{} ({}, {} CPUs, {}, load average {}), {}",
+        calibration.machine.cpu,
+        calibration.machine.isa,
+        calibration.machine.cpus,
+        calibration.machine.platform,
+        calibration.machine.load_average,
+        calibration.tool
+    );
+    if judged.revision_hash != revision_hash {
+        return Some(JudgeView {
+            stale: Some(format!(
+                "The calibration is stale: it measured this contract at revision `{}`, and the contract is now `{revision_hash}`. Its numbers are not shown; run `{}` to measure it again.",
+                judged.revision_hash, calibration.command
+            )),
+            svg: None,
+            caption: String::new(),
+            verdict: "stale".to_owned(),
+            reason: String::new(),
+            rows: vec![("measured on".to_owned(), machine)],
+        });
+    }
+    let mut rows = Vec::new();
+    if let Some(fit) = &judged.fit {
+        rows.push(("overhead".to_owned(), format!("{} ns", fit.overhead_ns)));
+        rows.push((
+            "throughput".to_owned(),
+            fit.gflop_per_s.map_or_else(
+                || "flops explain no time".to_owned(),
+                |g| format!("{g} GFLOP/s"),
+            ),
+        ));
+        rows.push((
+            "bandwidth".to_owned(),
+            fit.gb_per_s.map_or_else(
+                || "bytes explain no time".to_owned(),
+                |g| format!("{g} GB/s"),
+            ),
+        ));
+        rows.push((
+            "relative residuals".to_owned(),
+            format!(
+                "{:.1} % RMS, {:.1} % worst",
+                fit.rms_relative_residual * 100.0,
+                fit.worst_relative_residual * 100.0
+            ),
+        ));
+    }
+    rows.push(("measured on".to_owned(), machine));
+    Some(JudgeView {
+        stale: None,
+        svg: Some(svg(judged)),
+        caption: format!(
+            "`{}` ({}) timed by `{}` on {} sizes from the admitted domain (median of repeated calls each), against the `{}` formula; the line is the fitted `overhead_ns + flops / throughput + bytes_moved / bandwidth`. Measured then, not when this page was built.",
+            judged.symbol,
+            judged.dtype,
+            calibration.command,
+            judged.ladder.len(),
+            judged.axis
+        ),
+        verdict: judged.verdict.clone(),
+        reason: judged.reason.clone(),
+        rows,
+    })
+}
+
+const WIDTH: f64 = 380.0;
+const HEIGHT: f64 = 230.0;
+const LEFT: f64 = 58.0;
+const RIGHT: f64 = 12.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 40.0;
+
+/// Decades covering `values` (log10 floor of the least, ceil of the greatest).
+fn decades(values: impl Iterator<Item = f64>) -> (i32, i32) {
+    let (low, high) = values
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+            (l.min(v), h.max(v))
+        });
+    if !low.is_finite() {
+        return (0, 1);
+    }
+    let low = low.log10().floor() as i32;
+    let high = (high.log10().ceil() as i32).max(low + 1);
+    (low, high)
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The log-log figure: measured time (points) and the fitted model (line) against the axis.
+pub fn svg(judged: &Judged) -> String {
+    let by_bytes = judged.axis == "bytes_moved";
+    let x_of = |p: &super::calibration::LadderPoint| if by_bytes { p.bytes_moved } else { p.flops };
+    let model = judged.fit.as_ref().map(|f| f.model());
+    let fitted: Vec<(f64, f64)> = match &model {
+        Some(model) => judged
+            .ladder
+            .iter()
+            .map(|p| (x_of(p), model.predict(p.flops, p.bytes_moved)))
+            .collect(),
+        None => Vec::new(),
+    };
+    let (x_low, x_high) = decades(judged.ladder.iter().map(x_of));
+    let (y_low, y_high) = decades(
+        judged
+            .ladder
+            .iter()
+            .map(|p| p.ns)
+            .chain(fitted.iter().map(|(_, y)| *y)),
+    );
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let x = |v: f64| LEFT + (v.log10() - f64::from(x_low)) / f64::from(x_high - x_low) * plot_w;
+    let y =
+        |v: f64| TOP + plot_h - (v.log10() - f64::from(y_low)) / f64::from(y_high - y_low) * plot_h;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"fkc-figure fkc-judge-figure\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">",
+        escape(&format!(
+            "measured time of {} against its {} formula, log-log, with the fitted model",
+            judged.kernel, judged.axis
+        ))
+    );
+    out.push_str(&format!(
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{plot_w}\" height=\"{plot_h}\" fill=\"none\" stroke=\"currentColor\" stroke-opacity=\"0.5\"/>"
+    ));
+    for decade in x_low..=x_high {
+        let xx = x(10f64.powi(decade));
+        out.push_str(&format!(
+            "<line x1=\"{xx:.1}\" y1=\"{TOP}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/><text x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\" fill=\"currentColor\">1e{decade}</text>",
+            TOP + plot_h,
+            TOP + plot_h + 13.0
+        ));
+    }
+    for decade in y_low..=y_high {
+        let yy = y(10f64.powi(decade));
+        out.push_str(&format!(
+            "<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"currentColor\">1e{decade}</text>",
+            LEFT + plot_w,
+            LEFT - 4.0,
+            yy + 3.5
+        ));
+    }
+    out.push_str(&format!(
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\">{} (the contract's formula)</text>",
+        LEFT + plot_w / 2.0,
+        HEIGHT - 6.0,
+        escape(&judged.axis)
+    ));
+    out.push_str(&format!(
+        "<text x=\"12\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\" transform=\"rotate(-90 12 {:.1})\">measured ns</text>",
+        TOP + plot_h / 2.0,
+        TOP + plot_h / 2.0
+    ));
+    if fitted.len() > 1 {
+        let mut line: Vec<(f64, f64)> = fitted.clone();
+        line.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let points: Vec<String> = line
+            .iter()
+            .filter(|(a, b)| *a > 0.0 && *b > 0.0)
+            .map(|(a, b)| format!("{:.1},{:.1}", x(*a), y(*b)))
+            .collect();
+        out.push_str(&format!(
+            "<polyline class=\"fkc-judge-fit\" points=\"{}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>",
+            points.join(" ")
+        ));
+    }
+    for (index, point) in judged.ladder.iter().enumerate() {
+        if x_of(point) <= 0.0 || point.ns <= 0.0 {
+            continue;
+        }
+        let residual = judged.residuals.get(index).copied().unwrap_or(0.0);
+        out.push_str(&format!(
+            "<circle class=\"fkc-judge-point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"currentColor\" fill-opacity=\"0.7\"><title>{}</title></circle>",
+            x(x_of(point)),
+            y(point.ns),
+            escape(&format!(
+                "{}: {} {}, {} ns measured, residual {:+.1} %",
+                point.sample,
+                x_of(point),
+                judged.axis,
+                point.ns,
+                residual * 100.0
+            ))
+        ));
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::super::calibration::{FitRecord, LadderPoint, Machine};
+    use super::*;
+
+    pub(crate) fn calibration(hash: &str) -> Calibration {
+        Calibration {
+            format: 1,
+            tool: "mdbook-fkc 0.1.0".to_owned(),
+            command: "mdbook-fkc judge".to_owned(),
+            machine: Machine {
+                cpu: "Test CPU <1>".to_owned(),
+                isa: "sse2".to_owned(),
+                cpus: 2,
+                platform: "linux/x86_64".to_owned(),
+                load_average: "0.1 0.1 0.1".to_owned(),
+            },
+            verdict_rule: String::new(),
+            contracts: vec![Judged {
+                kernel: "k".to_owned(),
+                file: "k.md".to_owned(),
+                revision_hash: hash.to_owned(),
+                dtype: "F32".to_owned(),
+                symbol: "s".to_owned(),
+                axis: "flops".to_owned(),
+                ladder: (0..6)
+                    .map(|i| LadderPoint {
+                        sample: format!("x: [{i}] <&>"),
+                        flops: 1e3 * 4f64.powi(i),
+                        bytes_moved: 1e3,
+                        ns: 100.0 + 1e3 * 4f64.powi(i) / 10.0,
+                        repetitions: 5,
+                    })
+                    .collect(),
+                fit: Some(FitRecord {
+                    overhead_ns: 100.0,
+                    gflop_per_s: Some(10.0),
+                    gb_per_s: None,
+                    rms_relative_residual: 0.0,
+                    worst_relative_residual: 0.0,
+                }),
+                residuals: vec![0.0; 6],
+                verdict: "good".to_owned(),
+                reason: "fine".to_owned(),
+            }],
+        }
+    }
+
+    #[test]
+    fn the_figure_is_escaped_inline_svg_without_blank_lines() {
+        let view = view(&calibration("abc"), "k", "abc").unwrap();
+        let svg = view.svg.unwrap();
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert!(!svg.contains("<?xml") && !svg.contains("CDATA") && !svg.contains('\n'));
+        assert!(svg.contains("&lt;&amp;&gt;"), "{svg}");
+        assert_eq!(svg.matches("<circle").count(), 6);
+        assert!(svg.contains("fkc-judge-fit"));
+        assert!(view.stale.is_none());
+    }
+
+    #[test]
+    fn a_changed_revision_hash_is_stale_and_shows_no_numbers() {
+        let view = view(&calibration("old"), "k", "new").unwrap();
+        assert!(view.stale.unwrap().contains("`old`"));
+        assert!(view.svg.is_none());
+        assert!(view.rows.iter().all(|(f, _)| f != "throughput"));
+    }
+
+    #[test]
+    fn an_unmeasured_contract_has_no_view() {
+        assert!(view(&calibration("abc"), "other", "abc").is_none());
+    }
+}

@@ -1,0 +1,423 @@
+//! The Judge (`mdbook-fkc judge [DIR]`): every verified contract's kernel is timed on a ladder of
+//! sizes drawn from its admitted domain ([`ladder`]); `overhead_ns + flops / throughput +
+//! bytes_moved / bandwidth` is fitted to the median times, non-negative, by least squares
+//! ([`fit`]); and the results — machine, ISA, tool, per contract the ladder, the fitted figures,
+//! the residuals and a verdict on how well the contract's formulas explain the times — are
+//! written beside the book ([`calibration`]). The book build never times anything: it reads the
+//! file and shows each contract's measurements on its page ([`figure`]), or says they are stale
+//! when the contract changed since.
+//!
+//! The gate runs first (a book whose contracts fail is not judged); the contracts are then
+//! read, resolved and imported again exactly as the build does, and only the kernels run here.
+
+pub mod calibration;
+pub mod figure;
+pub mod fit;
+pub mod ladder;
+
+use crate::chapter;
+use crate::config::Options;
+use crate::contract::front_matter::read_front_matter;
+use crate::contract::raw::{RawContract, read_contract};
+use crate::contract::read_block;
+use crate::diag::has_errors;
+use crate::providers::{CallOutcome, Kernel, Provider, Providers};
+use crate::render::{RenderError, Renderer};
+use crate::resolve::{self, BookRegistry, Resolved};
+use crate::source::SourceFile;
+use crate::verify::run::{self, Fill};
+use crate::verify::sample::{Domain, Rng, Sample, Verdict};
+use calibration::{Calibration, Judged, LadderPoint, Machine};
+use fkc_provider::DType;
+use ladder::Rung;
+use mdbook_preprocessor::book::{Book, BookItem};
+use mdbook_preprocessor::config::Config;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The time one contract's ladder may take, at most.
+pub const BUDGET: Duration = Duration::from_secs(2);
+/// Timed calls per rung: at least, at most, and the time after which no more are started.
+const MIN_REPETITIONS: usize = 5;
+const MAX_REPETITIONS: usize = 21;
+const RUNG_TIME: Duration = Duration::from_millis(120);
+/// Admitted samples tried as the ladder's base.
+const BASES: usize = 24;
+/// The command that writes the calibration, as the pages name it.
+pub const COMMAND: &str = "mdbook-fkc judge";
+
+/// Runs the gate over the book in `root`, then times every verified contract and writes the
+/// calibration file beside book.toml. Returns the file's path and a summary, one line per
+/// contract.
+pub fn judge_book(root: &Path, config: &Config, book: &Book) -> Result<(PathBuf, String), String> {
+    let mut checked = book.clone();
+    let outcome = crate::preprocessor::process_book_with(root, config, &mut checked, false)
+        .map_err(|error| format!("{error:#}"))?;
+    if crate::preprocessor::failed(&outcome) {
+        crate::preprocessor::print_errors(&outcome.diagnostics);
+        return Err(
+            "the book's contracts fail the gate; fix them before the Judge times their kernels"
+                .to_owned(),
+        );
+    }
+    let table: Option<serde_json::Value> = config
+        .get(&format!("preprocessor.{}", crate::preprocessor::NAME))
+        .map_err(|error| format!("cannot read [preprocessor.fkc]: {error}"))?;
+    let options = Options::from_table(table.as_ref())?.with_root(root);
+    let mut providers = Providers::new(options.providers.clone());
+    let mut registry = BookRegistry::default();
+    let mut contracts = Vec::new();
+    for item in book.iter() {
+        let BookItem::Chapter(chapter) = item else {
+            continue;
+        };
+        let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref()) else {
+            continue;
+        };
+        let display = config.book.src.join(path).display().to_string();
+        contracts.extend(judge_chapter(
+            &display,
+            &chapter.content,
+            &mut providers,
+            &mut registry,
+            options.verify.seed,
+        ));
+    }
+    let calibration = Calibration {
+        format: calibration::FORMAT,
+        tool: format!("mdbook-fkc {}", env!("CARGO_PKG_VERSION")),
+        command: COMMAND.to_owned(),
+        machine: machine(),
+        verdict_rule: calibration::verdict_rule(),
+        contracts,
+    };
+    let path = calibration::save(root, &calibration)?;
+    Ok((path, summary(&calibration)))
+}
+
+/// One line per contract: verdict, kernel, fitted figures.
+fn summary(calibration: &Calibration) -> String {
+    let mut out = format!(
+        "machine: {} ({}, {} CPUs, load average {})\n",
+        calibration.machine.cpu,
+        calibration.machine.isa,
+        calibration.machine.cpus,
+        calibration.machine.load_average
+    );
+    for judged in &calibration.contracts {
+        let figures = judged.fit.as_ref().map_or_else(String::new, |fit| {
+            format!(
+                ": overhead {} ns, {}, {}",
+                fit.overhead_ns,
+                fit.gflop_per_s
+                    .map_or("no flops term".to_owned(), |g| format!("{g} GFLOP/s")),
+                fit.gb_per_s
+                    .map_or("no bytes term".to_owned(), |g| format!("{g} GB/s"))
+            )
+        });
+        out.push_str(&format!(
+            "{:<10} {} ({}, {} rungs){figures} — {}\n",
+            judged.verdict,
+            judged.kernel,
+            judged.dtype,
+            judged.ladder.len(),
+            judged.reason
+        ));
+    }
+    out
+}
+
+/// Every verified contract of one chapter, timed.
+fn judge_chapter(
+    path: &str,
+    content: &str,
+    providers: &mut Providers,
+    registry: &mut BookRegistry,
+    seed: u64,
+) -> Vec<Judged> {
+    let Some(block) = chapter::front_matter(content) else {
+        return Vec::new();
+    };
+    let fences = chapter::fences(content, block.block.end);
+    if fences.is_empty() {
+        return Vec::new();
+    }
+    let source = Arc::new(SourceFile::new(path, content));
+    let yaml = source.slice(block.yaml.clone()).to_owned();
+    let start = block.yaml.start;
+    let (front, found) = read_block(&source, &yaml, &|o| start + o, read_front_matter);
+    let Some(front) = front.filter(|_| !has_errors(&found)) else {
+        return Vec::new();
+    };
+    let (provider, found) = crate::import::check_provider(&source, &front, providers);
+    let Some(provider) = provider.filter(|_| !has_errors(&found)) else {
+        return Vec::new();
+    };
+    let mut judged = Vec::new();
+    for fence in &fences {
+        if fence.attributes.should_fail.is_some() || fence.attributes.unverified {
+            continue;
+        }
+        let (raw, found) = read_block(
+            &source,
+            &fence.body,
+            &|offset| fence.file_offset(offset),
+            read_contract,
+        );
+        let Some(raw) = raw.filter(|_| !has_errors(&found)) else {
+            continue;
+        };
+        let (resolved, found) =
+            resolve::resolve(&raw, Some(&front), Some(&provider), &source, registry, true);
+        if has_errors(&found) {
+            continue;
+        }
+        if let Some(one) = judge_contract(path, &raw, &resolved, &provider, seed) {
+            eprintln!(
+                "mdbook-fkc judge: {} ({} rungs)",
+                one.kernel,
+                one.ladder.len()
+            );
+            judged.push(one);
+        }
+    }
+    judged
+}
+
+/// Times one contract's kernel (its F32 entry point, or its first) on a ladder.
+fn judge_contract(
+    path: &str,
+    raw: &RawContract,
+    resolved: &Resolved,
+    provider: &Provider,
+    seed: u64,
+) -> Option<Judged> {
+    let entries: Vec<_> = resolved
+        .import
+        .entry_points
+        .iter()
+        .filter_map(|e| Some((e.dtype, e.kernel.as_ref()?)))
+        .collect();
+    let &(dtype, info) = entries
+        .iter()
+        .find(|(d, _)| *d == DType::F32)
+        .or_else(|| entries.first())?;
+    let has = |name: &str| resolved.contract.formulas.iter().any(|(n, _)| n == name);
+    if !has("flops") || !has("bytes_moved") {
+        return None;
+    }
+    let domain = Domain {
+        raw,
+        contract: &resolved.contract,
+        kernel_params: &info.params,
+    };
+    let rungs = best_ladder(&domain, dtype, seed);
+    let by_bytes = rungs.iter().all(|r| r.flops == 0.0);
+    let kernel = Kernel { info, provider };
+    let ladder = time_ladder(&kernel, &rungs, dtype, by_bytes, seed);
+    let (fit, residuals, verdict, reason) = calibration::judge_fit(&ladder);
+    Some(Judged {
+        kernel: raw.kernel.value.clone(),
+        file: path.to_owned(),
+        revision_hash: resolved.revision_hash.clone(),
+        dtype: dtype.name().to_owned(),
+        symbol: info.symbol.clone(),
+        axis: if by_bytes { "bytes_moved" } else { "flops" }.to_owned(),
+        ladder,
+        fit,
+        residuals,
+        verdict: verdict.to_owned(),
+        reason,
+    })
+}
+
+/// The widest ladder any of the first admitted samples grows into.
+fn best_ladder(domain: &Domain<'_>, dtype: DType, seed: u64) -> Vec<Rung> {
+    let mut rng = Rng::new(seed);
+    let mut bases: Vec<Sample> = Vec::new();
+    for _ in 0..20_000 {
+        if bases.len() >= BASES {
+            break;
+        }
+        let sample = domain.draw(&mut rng);
+        if let Verdict::Admitted { .. } = domain.verdict(&sample, dtype)
+            && !bases.contains(&sample)
+        {
+            bases.push(sample);
+        }
+    }
+    let mut best: Vec<Rung> = Vec::new();
+    let mut best_score = 0.0;
+    for base in &bases {
+        let candidates = ladder::candidates(domain, base, dtype);
+        let by_bytes = candidates.iter().all(|r| r.flops == 0.0);
+        let rungs = ladder::pick(candidates, by_bytes);
+        let (Some(first), Some(last)) = (rungs.first(), rungs.last()) else {
+            continue;
+        };
+        let span = last.cost(by_bytes) / first.cost(by_bytes);
+        let score = rungs.len() as f64 * span.max(1.0).ln();
+        if score > best_score {
+            best_score = score;
+            best = rungs;
+        }
+    }
+    best
+}
+
+/// Times each rung (median of repeated calls), smallest first, within [`BUDGET`]: a rung whose
+/// predicted time would overrun the budget is not started.
+fn time_ladder(
+    kernel: &Kernel<'_>,
+    rungs: &[Rung],
+    dtype: DType,
+    by_bytes: bool,
+    seed: u64,
+) -> Vec<LadderPoint> {
+    let started = Instant::now();
+    let mut points: Vec<LadderPoint> = Vec::new();
+    let mut last: Option<(f64, f64)> = None; // (cost, ns)
+    for rung in rungs {
+        if let Some((cost, ns)) = last {
+            let predicted = ns * (rung.cost(by_bytes) / cost).max(1.0);
+            let needed = Duration::from_secs_f64(predicted * (MIN_REPETITIONS + 1) as f64 / 1e9);
+            if started.elapsed() + needed > BUDGET {
+                break;
+            }
+        }
+        let Some((ns, repetitions)) = time_rung(kernel, &rung.sample, dtype, seed, started) else {
+            continue;
+        };
+        last = Some((rung.cost(by_bytes), ns));
+        points.push(LadderPoint {
+            sample: rung.sample.describe(),
+            flops: rung.flops,
+            bytes_moved: rung.bytes,
+            ns: calibration::round(ns, 4),
+            repetitions,
+        });
+    }
+    points
+}
+
+/// The median time of one rung in nanoseconds and the number of timed calls; `None` when the
+/// kernel does not run it.
+fn time_rung(
+    kernel: &Kernel<'_>,
+    sample: &Sample,
+    dtype: DType,
+    seed: u64,
+    started: Instant,
+) -> Option<(f64, usize)> {
+    let operands = run::operands(kernel, sample, dtype, Fill::Random(seed)).ok()?;
+    let params = run::params(kernel, sample).ok()?;
+    // One call to warm caches and allocator, untimed.
+    let CallOutcome::Outputs(_) = kernel.run(&operands, &params) else {
+        return None;
+    };
+    let rung_started = Instant::now();
+    let mut times = Vec::new();
+    while times.len() < MAX_REPETITIONS
+        && (times.len() < MIN_REPETITIONS || rung_started.elapsed() < RUNG_TIME)
+        && (times.len() < MIN_REPETITIONS || started.elapsed() < BUDGET)
+    {
+        let call = Instant::now();
+        let outcome = kernel.run(&operands, &params);
+        let elapsed = call.elapsed();
+        let CallOutcome::Outputs(outputs) = outcome else {
+            return None;
+        };
+        drop(outputs);
+        times.push(elapsed.as_secs_f64() * 1e9);
+    }
+    times.sort_by(f64::total_cmp);
+    let middle = times.len() / 2;
+    let median = if times.len() % 2 == 1 {
+        times[middle]
+    } else {
+        (times[middle - 1] + times[middle]) / 2.0
+    };
+    Some((median, times.len()))
+}
+
+/// This machine: CPU model, widest SIMD extension, CPUs, platform.
+fn machine() -> Machine {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split_once(':'))
+                .map(|(_, model)| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    Machine {
+        cpu,
+        isa: isa().to_owned(),
+        cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        platform: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        load_average: std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .map(|text| {
+                text.split_whitespace()
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_else(|| "unknown".to_owned()),
+    }
+}
+
+/// The widest SIMD extension this CPU reports.
+fn isa() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return "avx512f";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return "avx2";
+        }
+        "sse2"
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        "neon"
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        "scalar"
+    }
+}
+
+/// The calibration beside the book in `root`, for the build: `None` when there is none, or
+/// (with a warning) when it cannot be read.
+pub fn beside(root: &Path) -> Option<Calibration> {
+    match calibration::load(root) {
+        Ok(calibration) => calibration,
+        Err(message) => {
+            eprintln!("warning: mdbook-fkc: {message}; measured costs are not shown");
+            None
+        }
+    }
+}
+
+/// A contract's page HTML with its measured cost added (before the contract's source, or at the
+/// end), when `calibration` measured `kernel`.
+pub fn attach(
+    renderer: &Renderer,
+    html: String,
+    calibration: Option<&Calibration>,
+    kernel: &str,
+    revision_hash: &str,
+) -> Result<String, RenderError> {
+    let Some(view) = calibration.and_then(|c| figure::view(c, kernel, revision_hash)) else {
+        return Ok(html);
+    };
+    let judged = renderer.judge(&view)?;
+    Ok(match html.rfind("<details class=\"fkc-source\">") {
+        Some(at) => format!("{}{judged}{}", &html[..at], &html[at..]),
+        None => format!("{html}{judged}"),
+    })
+}
