@@ -206,6 +206,8 @@ impl std::ops::Deref for Kernel<'_> {
 #[derive(Debug)]
 pub struct Providers {
     builtin: Arc<Provider>,
+    /// Other registries linked into the host program, found by registry path like the built-in.
+    linked: Vec<Arc<Provider>>,
     configured: BTreeMap<String, ProviderConfig>,
     started: BTreeMap<String, Result<Arc<Provider>, StartError>>,
 }
@@ -221,9 +223,16 @@ impl Providers {
     pub fn new(configured: BTreeMap<String, ProviderConfig>) -> Self {
         Providers {
             builtin: Arc::new(Provider::builtin()),
+            linked: Vec::new(),
             configured,
             started: BTreeMap::new(),
         }
+    }
+
+    /// Adds a registry linked into the host program: it runs in process and is found by its
+    /// registry path, as the built-in one is (for tools that embed mdbook-fkc, and tests).
+    pub fn link(&mut self, registry: &'static Registry) {
+        self.linked.push(Arc::new(Provider::in_process(registry)));
     }
 
     /// The built-in reference backend (also every book's reference oracle).
@@ -253,6 +262,9 @@ impl Providers {
                 .or_insert_with(|| Provider::start(config).map(Arc::new));
             return Some(started.clone());
         }
-        (registry == self.builtin.hello.registry).then(|| Ok(self.builtin.clone()))
+        std::iter::once(&self.builtin)
+            .chain(&self.linked)
+            .find(|p| p.hello.registry == registry)
+            .map(|p| Ok(p.clone()))
     }
 }

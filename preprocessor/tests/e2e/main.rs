@@ -8,6 +8,7 @@ mod build;
 mod cli;
 mod diagnostics_index;
 mod hostile;
+mod mutations;
 mod judge;
 mod protocol;
 mod providers;
