@@ -267,11 +267,58 @@ mod tests {
         assert_eq!(verdict, "poor", "{reason}");
     }
 
+    /// A 2-D convolution with full padding (`K - 1` on each side) skips the padding taps, but
+    /// its `flops` formula counts every tap of the loop nest (which the gate accepts: it lies
+    /// between the work performed and the taps visited). On small inputs most taps are padding,
+    /// so the formula's shape is wrong there, and the Judge says so.
+    #[test]
+    fn a_prior_that_forgets_padding_is_poor() {
+        let kernel: f64 = 7.0;
+        let ladder: Vec<LadderPoint> = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+            .iter()
+            .map(|side: &f64| {
+                let out = side + kernel - 1.0;
+                let performed = 2.0 * (side * kernel).powi(2);
+                LadderPoint {
+                    sample: format!("x: [1, 1, {side}, {side}]"),
+                    flops: 2.0 * (out * kernel).powi(2),
+                    bytes_moved: 4.0 * (side * side + out * out + kernel * kernel),
+                    ns: 50.0 + performed / 2.0,
+                    repetitions: 5,
+                }
+            })
+            .collect();
+        let (_, _, verdict, reason) = judge_fit(&ladder);
+        assert_eq!(verdict, "poor", "{reason}");
+        // The same times against the work really performed fit well.
+        let honest: Vec<LadderPoint> = ladder
+            .iter()
+            .map(|p| LadderPoint {
+                flops: (p.ns - 50.0) * 2.0,
+                ..p.clone()
+            })
+            .collect();
+        assert_eq!(judge_fit(&honest).2, "good");
+    }
+
     #[test]
     fn too_few_rungs_are_not_fitted() {
         let (fit, _, verdict, _) = judge_fit(&ladder(|f| f)[..3]);
         assert!(fit.is_none());
         assert_eq!(verdict, "not fitted");
+    }
+
+    #[test]
+    fn a_missing_file_is_none_and_a_malformed_one_an_error() {
+        let dir = std::env::temp_dir().join(format!("fkc-judge-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let _ = std::fs::remove_file(path_in(&dir));
+        assert_eq!(load(&dir), Ok(None));
+        std::fs::write(path_in(&dir), "{ not json").unwrap();
+        assert!(load(&dir).unwrap_err().contains("not a calibration file"));
+        std::fs::write(path_in(&dir), r#"{"format": 99}"#).unwrap();
+        assert!(load(&dir).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
