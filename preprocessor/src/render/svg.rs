@@ -10,7 +10,6 @@ use crate::verify::worked::{CostValue, Drift, Grid, MarkKind, Worked};
 use serde::Serialize;
 
 const CELL: i64 = 28;
-const GAP: i64 = 24;
 const LABEL: i64 = 20;
 
 fn escape(text: &str) -> String {
@@ -122,20 +121,22 @@ fn grid_svg(grid: &Grid, x0: i64, out: &mut String) {
 
 /// The figure for a worked example: every grid side by side.
 pub fn worked_example(worked: &Worked) -> String {
-    let extents: Vec<(i64, i64)> = worked.grids.iter().map(extent).collect();
-    let width =
-        extents.iter().map(|e| e.0).sum::<i64>() + GAP * (worked.grids.len() as i64 - 1).max(0) + 4;
-    let height = extents.iter().map(|e| e.1).max().unwrap_or(CELL) + 4;
+    // One SVG per grid, in a wrapping row: on a narrow screen the grids flow onto further lines
+    // at their own size instead of shrinking together.
     let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"fkc-figure\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"{}\">",
+        "<div class=\"fkc-example\" role=\"img\" aria-label=\"{}\">",
         escape(&format!("worked example of {}", worked.symbol))
     );
-    let mut x0 = 2;
-    for (grid, (w, _)) in worked.grids.iter().zip(&extents) {
-        grid_svg(grid, x0, &mut out);
-        x0 += w + GAP;
+    for grid in &worked.grids {
+        let (width, height) = extent(grid);
+        let (width, height) = (width + 4, height + 4);
+        out.push_str(&format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"fkc-grid\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" aria-hidden=\"true\">"
+        ));
+        grid_svg(grid, 2, &mut out);
+        out.push_str("</svg>");
     }
-    out.push_str("</svg>");
+    out.push_str("</div>");
     out
 }
 
@@ -358,7 +359,9 @@ pub fn figure(worked: &Worked) -> FigureView {
                                 "no bound (γ_K is infinite once K·u ≥ 1: the dtype's precision no longer bounds a sum this long)".to_owned()
                             }
                         )),
-                        if within {
+                        if drift.points.iter().all(|p| p.error == 0.0) {
+                            " Every error is 0: the operation rounds nothing, whatever K."
+                        } else if within {
                             " Every point is within its bound."
                         } else {
                             " Some points exceed their bound."
@@ -414,9 +417,10 @@ mod tests {
     #[test]
     fn figure_is_escaped_inline_svg_without_newlines() {
         let svg = worked_example(&worked());
-        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert!(svg.starts_with("<div class=\"fkc-example\"") && svg.ends_with("</svg></div>"));
         assert!(!svg.contains("<?xml") && !svg.contains("CDATA") && !svg.contains('\n'));
         assert!(!svg.contains("<script>") && svg.contains("x &amp; &lt;y&gt;"));
+        assert!(svg.contains("worked example of k&lt;script&gt;"));
         assert!(svg.contains(">-2<") && svg.contains(">0.500<"));
         // A 2×2 grid with a border of 1: 16 cells, 12 of them padding.
         assert_eq!(svg.matches("class=\"fkc-fig-pad\"").count(), 12);
