@@ -153,6 +153,9 @@ pub struct RawPrecision {
     pub max_absolute: Nullable<f64>,
     pub audited: Option<Located<bool>>,
     pub notes: Option<Located<String>>,
+    /// `order: naive_nested`: every output equals, bit for bit, the naive nested sum in the
+    /// dtype, in the documented loop order.
+    pub order: Option<Located<String>>,
 }
 
 /// What `kernel_revision_hash` says.
@@ -677,6 +680,7 @@ const PRECISION_FIELDS: &[&str] = &[
     "max_absolute",
     "audited",
     "notes",
+    "order",
 ];
 
 fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> {
@@ -692,5 +696,8 @@ fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> 
         max_absolute: reader.nullable(&fields, "max_absolute", |r, n| r.number(n, "max_absolute")),
         audited: reader.optional(&fields, "audited", |r, n| r.boolean(n, "audited")),
         notes: reader.optional(&fields, "notes", |r, n| r.string(n, "notes")),
+        order: reader.optional(&fields, "order", |r, n| {
+            r.one_of(n, "precision.order", &["naive_nested"])
+        }),
     })
 }

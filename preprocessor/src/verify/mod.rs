@@ -22,6 +22,7 @@ pub mod layout;
 mod named;
 mod operands;
 pub mod oracle;
+mod order;
 mod rules;
 pub mod run;
 pub mod sample;
@@ -150,6 +151,12 @@ pub fn verify(
     gate.abi_claims();
     if let Some((sample, _)) = admitted.first() {
         gate.required_inputs(&first_kernel, first_dtype, sample);
+    }
+    for &(dtype, kernel) in &kernels {
+        if ran.iter().any(|(d, _)| *d == dtype) {
+            let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
+            gate.order_claim(&kernel, dtype, &samples);
+        }
     }
     gate.breaking(&first_kernel, first_dtype, &breaking);
     gate.layouts(&first_kernel, first_dtype, &admitted);

@@ -109,32 +109,89 @@ pub fn has_reference(op_kind: &str) -> bool {
     OP_KINDS.contains(&op_kind)
 }
 
+/// How an oracle does its arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arith {
+    /// In f64: the exact value for the operand sizes the gate draws (the definitional oracle).
+    Exact,
+    /// In a dtype, rounding after every multiply and every add as the kernels' `T` arithmetic
+    /// does (`half` computes each operation in f32 and rounds): the naive nested sum in `T`.
+    In(DType),
+}
+
+impl Arith {
+    fn mul(self, a: f64, b: f64) -> f64 {
+        self.round(a, b, |x, y| x * y, |x, y| x * y)
+    }
+
+    fn add(self, a: f64, b: f64) -> f64 {
+        self.round(a, b, |x, y| x + y, |x, y| x + y)
+    }
+
+    fn round(self, a: f64, b: f64, wide: fn(f64, f64) -> f64, narrow: fn(f32, f32) -> f32) -> f64 {
+        let single = || narrow(a as f32, b as f32);
+        match self {
+            Arith::Exact | Arith::In(DType::F64) => wide(a, b),
+            Arith::In(DType::F32) => f64::from(single()),
+            Arith::In(DType::BF16) => half::bf16::from_f32(single()).to_f64(),
+            Arith::In(DType::F16) => half::f16::from_f32(single()).to_f64(),
+        }
+    }
+}
+
+/// The op kinds whose naive nested summation order an oracle can replay in `T`.
+pub fn has_order(op_kind: &str) -> bool {
+    matches!(op_kind, "Conv2D" | "Conv2dSimple")
+}
+
+/// The naive nested sum in `dtype`, in the documented loop order (ci, kh, kw ascending, then
+/// the bias), for the op kinds [`has_order`] names.
+pub fn ordered(
+    op_kind: &str,
+    dtype: DType,
+    inputs: &[Option<Input>],
+    sample: &Sample,
+) -> Option<Vec<f64>> {
+    has_order(op_kind).then_some(())?;
+    let (x, w, bias, g) = conv_operands(op_kind, inputs, sample)?;
+    conv2d(x, w, bias, g, Arith::In(dtype)).map(|r| r.values)
+}
+
+/// The operands and geometry of a `Conv2D` or `Conv2dSimple` sample.
+fn conv_operands<'i>(
+    op_kind: &str,
+    inputs: &'i [Option<Input>],
+    sample: &Sample,
+) -> Option<(&'i Input, &'i Input, Option<&'i Input>, Geometry)> {
+    let x = inputs.first()?.as_ref()?;
+    let w = inputs.get(1)?.as_ref()?;
+    let simple = op_kind == "Conv2dSimple";
+    let geometry = Geometry {
+        stride: pair(sample, "stride", 1),
+        padding: pair(sample, "padding", 0),
+        dilation: if simple {
+            (1, 1)
+        } else {
+            pair(sample, "dilation", 1)
+        },
+        groups: if simple { 1 } else { int(sample, "groups", 1) },
+    };
+    let bias = if simple {
+        None
+    } else {
+        inputs.get(2).and_then(Option::as_ref)
+    };
+    Some((x, w, bias, geometry))
+}
+
 /// The reference for an op kind, when an oracle defines it.
 pub fn reference(op_kind: &str, inputs: &[Option<Input>], sample: &Sample) -> Option<Reference> {
     let first = inputs.first()?.as_ref()?;
     match op_kind {
-        "Conv2D" => conv2d(
-            first,
-            inputs.get(1)?.as_ref()?,
-            inputs.get(2).and_then(Option::as_ref),
-            Geometry {
-                stride: pair(sample, "stride", 1),
-                padding: pair(sample, "padding", 0),
-                dilation: pair(sample, "dilation", 1),
-                groups: int(sample, "groups", 1),
-            },
-        ),
-        "Conv2dSimple" => conv2d(
-            first,
-            inputs.get(1)?.as_ref()?,
-            None,
-            Geometry {
-                stride: pair(sample, "stride", 1),
-                padding: pair(sample, "padding", 0),
-                dilation: (1, 1),
-                groups: 1,
-            },
-        ),
+        "Conv2D" | "Conv2dSimple" => {
+            let (x, w, bias, g) = conv_operands(op_kind, inputs, sample)?;
+            conv2d(x, w, bias, g, Arith::Exact)
+        }
         "ConvTranspose2D" => conv_transpose2d(first, inputs.get(1)?.as_ref()?, sample),
         "MaxPool2D" => max_pool2d(
             first,
@@ -173,7 +230,13 @@ struct Geometry {
 
 /// Gather form: `out[n, co, oh, ow] = bias[co] + Σ_{ci, kh, kw} x[n, g·Cg + ci, ih, iw] · w[co, ci, kh, kw]`
 /// with `ih = oh·s − p + kh·d`, taps outside the input skipped.
-fn conv2d(x: &Input, w: &Input, bias: Option<&Input>, g: Geometry) -> Option<Reference> {
+fn conv2d(
+    x: &Input,
+    w: &Input,
+    bias: Option<&Input>,
+    g: Geometry,
+    arith: Arith,
+) -> Option<Reference> {
     let [n, cin, h, wd] = x.dims4();
     let [cout, cin_g, kh, kw] = w.dims4();
     let groups = g.groups.max(1);
@@ -208,9 +271,9 @@ fn conv2d(x: &Input, w: &Input, bias: Option<&Input>, g: Geometry) -> Option<Ref
                                 if ih >= h || iw >= wd || group * cin_g + ci >= cin {
                                     continue;
                                 }
-                                let term =
-                                    x.at4(b, group * cin_g + ci, ih, iw) * w.at4(co, ci, i, j);
-                                sum += term;
+                                let term = arith
+                                    .mul(x.at4(b, group * cin_g + ci, ih, iw), w.at4(co, ci, i, j));
+                                sum = arith.add(sum, term);
                                 mag += term.abs();
                                 macs += 1;
                             }
@@ -218,7 +281,7 @@ fn conv2d(x: &Input, w: &Input, bias: Option<&Input>, g: Geometry) -> Option<Ref
                     }
                     if let Some(bias) = bias {
                         let value = bias.values.get(co).copied().unwrap_or(f64::NAN);
-                        sum += value;
+                        sum = arith.add(sum, value);
                         mag += value.abs();
                     }
                     reference.values.push(sum);
@@ -353,7 +416,7 @@ mod tests {
             dilation: (1, 1),
             groups: 1,
         };
-        let r = conv2d(&x, &w, None, g).unwrap();
+        let r = conv2d(&x, &w, None, g, Arith::Exact).unwrap();
         assert_eq!(r.values, vec![8.0, 12.0, 20.0, 24.0]);
         assert_eq!(r.terms, 5);
     }
