@@ -267,7 +267,12 @@ fn conv2d_im2col(
             for (block, chunk) in target.chunks_mut(BLOCK).enumerate() {
                 for (k, weight) in row.iter().enumerate() {
                     let column = &columns[k * pixels + block * BLOCK..][..chunk.len()];
-                    for (acc, value) in chunk.iter_mut().zip(column) {
+                    // A padding tap is skipped, not multiplied: 0 × Inf would be NaN.
+                    for (acc, value) in chunk
+                        .iter_mut()
+                        .zip(column)
+                        .filter_map(|(a, v)| Some((a, (*v)?)))
+                    {
                         *acc += weight * value;
                     }
                 }
@@ -278,10 +283,11 @@ fn conv2d_im2col(
     Ok(vec![AnyTensor::from_f64(DType::F32, &shape, &out)?])
 }
 
-/// The `[Cin·Kh·Kw, Hout·Wout]` column matrix of batch item `n` (zeros where padding is read).
-fn im2col(g: &Geometry, xs: &[f64], n: usize) -> Vec<f64> {
+/// The `[Cin·Kh·Kw, Hout·Wout]` column matrix of batch item `n` (`None` where a tap falls in the
+/// padding).
+fn im2col(g: &Geometry, xs: &[f64], n: usize) -> Vec<Option<f64>> {
     let pixels = g.out_height * g.out_width;
-    let mut columns = vec![0.0; g.in_channels * g.kernel_height * g.kernel_width * pixels];
+    let mut columns = vec![None; g.in_channels * g.kernel_height * g.kernel_width * pixels];
     for c in 0..g.in_channels {
         for i in 0..g.kernel_height {
             for j in 0..g.kernel_width {
@@ -295,7 +301,7 @@ fn im2col(g: &Geometry, xs: &[f64], n: usize) -> Vec<f64> {
                             && v < g.width
                         {
                             columns[k * pixels + oh * g.out_width + ow] =
-                                xs[((n * g.in_channels + c) * g.height + h) * g.width + v];
+                                Some(xs[((n * g.in_channels + c) * g.height + h) * g.width + v]);
                         }
                     }
                 }

@@ -156,6 +156,8 @@ pub struct RawPrecision {
     /// `order: naive_nested`: every output equals, bit for bit, the naive nested sum in the
     /// dtype, in the documented loop order.
     pub order: Option<Located<String>>,
+    /// `nan: propagate | ignore`: what a NaN operand does to a result.
+    pub nan: Option<Located<String>>,
 }
 
 /// What `kernel_revision_hash` says.
@@ -681,6 +683,7 @@ const PRECISION_FIELDS: &[&str] = &[
     "audited",
     "notes",
     "order",
+    "nan",
 ];
 
 fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> {
@@ -698,6 +701,9 @@ fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> 
         notes: reader.optional(&fields, "notes", |r, n| r.string(n, "notes")),
         order: reader.optional(&fields, "order", |r, n| {
             r.one_of(n, "precision.order", &["naive_nested"])
+        }),
+        nan: reader.optional(&fields, "nan", |r, n| {
+            r.one_of(n, "precision.nan", &["propagate", "ignore"])
         }),
     })
 }

@@ -27,6 +27,7 @@ mod rules;
 pub mod run;
 pub mod sample;
 mod shrink;
+mod special;
 mod values;
 pub mod worked;
 
@@ -152,10 +153,13 @@ pub fn verify(
     if let Some((sample, _)) = admitted.first() {
         gate.required_inputs(&first_kernel, first_dtype, sample);
     }
+    let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
     for &(dtype, kernel) in &kernels {
         if ran.iter().any(|(d, _)| *d == dtype) {
-            let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
             gate.order_claim(&kernel, dtype, &samples);
+            if !gate.special_values(&kernel, dtype, &samples) {
+                break;
+            }
         }
     }
     gate.breaking(&first_kernel, first_dtype, &breaking);

@@ -184,8 +184,30 @@ fn conv_operands<'i>(
     Some((x, w, bias, geometry))
 }
 
+/// What a max does with a NaN operand (`precision.nan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NanPolicy {
+    /// Any NaN operand makes the result NaN (IEEE arithmetic; the default).
+    #[default]
+    Propagate,
+    /// A NaN operand is dropped (as Rust's `f32::max` does): the result is NaN only when every
+    /// operand is.
+    Ignore,
+}
+
 /// The reference for an op kind, when an oracle defines it.
 pub fn reference(op_kind: &str, inputs: &[Option<Input>], sample: &Sample) -> Option<Reference> {
+    reference_with(op_kind, inputs, sample, NanPolicy::Propagate)
+}
+
+/// [`reference`] under a NaN policy (only selections such as max pooling depend on it; the
+/// arithmetic oracles propagate NaN as IEEE arithmetic does).
+pub fn reference_with(
+    op_kind: &str,
+    inputs: &[Option<Input>],
+    sample: &Sample,
+    nan: NanPolicy,
+) -> Option<Reference> {
     let first = inputs.first()?.as_ref()?;
     match op_kind {
         "Conv2D" | "Conv2dSimple" => {
@@ -197,6 +219,7 @@ pub fn reference(op_kind: &str, inputs: &[Option<Input>], sample: &Sample) -> Op
             first,
             int(sample, "kernel_size", 1),
             int(sample, "stride", 1),
+            nan,
         ),
         // max(x, 0), elementwise: exact.
         "Relu" => Some(Reference {
@@ -362,7 +385,7 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
 }
 
 /// The maximum of each `k × k` window (exact: no rounding).
-fn max_pool2d(x: &Input, k: usize, stride: usize) -> Option<Reference> {
+fn max_pool2d(x: &Input, k: usize, stride: usize, nan: NanPolicy) -> Option<Reference> {
     let [n, c, h, w] = x.dims4();
     let stride = stride.max(1);
     let out_h = h.checked_sub(k)? / stride + 1;
@@ -372,13 +395,23 @@ fn max_pool2d(x: &Input, k: usize, stride: usize) -> Option<Reference> {
         for ch in 0..c {
             for oh in 0..out_h {
                 for ow in 0..out_w {
-                    let mut best = f64::NEG_INFINITY;
+                    let (mut best, mut seen, mut any_nan) = (f64::NEG_INFINITY, false, false);
                     for i in 0..k {
                         for j in 0..k {
-                            best = best.max(x.at4(b, ch, oh * stride + i, ow * stride + j));
+                            let v = x.at4(b, ch, oh * stride + i, ow * stride + j);
+                            if v.is_nan() {
+                                any_nan = true;
+                            } else {
+                                best = best.max(v);
+                                seen = true;
+                            }
                         }
                     }
-                    values.push(best);
+                    let nan_wins = match nan {
+                        NanPolicy::Propagate => any_nan,
+                        NanPolicy::Ignore => !seen,
+                    };
+                    values.push(if nan_wins { f64::NAN } else { best });
                 }
             }
         }

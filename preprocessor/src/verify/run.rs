@@ -38,6 +38,29 @@ pub enum Fill {
     /// a product (±2^k·(1 + f) with |k| up to 5 in half precision, 20 in single and double),
     /// so that any change of summation order changes bits.
     WideExponents(u64),
+    /// Seeded values of which about one in three is special: NaN, ±Inf, -0.0, the smallest
+    /// subnormal, or ±3/4 of the largest finite value of the dtype.
+    Special(u64),
+}
+
+/// One value for [`Fill::Special`].
+fn special_value(rng: &mut Rng, dtype: DType) -> f64 {
+    let (largest, smallest) = match dtype {
+        DType::F64 => (f64::MAX, 5e-324),
+        DType::F32 => (f64::from(f32::MAX), 2f64.powi(-149)),
+        DType::BF16 => (f64::from(half::bf16::MAX), 2f64.powi(-133)),
+        DType::F16 => (f64::from(half::f16::MAX), 2f64.powi(-24)),
+    };
+    match rng.range(0, 20) {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        2 => f64::NEG_INFINITY,
+        3 => -0.0,
+        4 => smallest,
+        5 => 0.75 * largest,
+        6 => -0.75 * largest,
+        _ => rng.unit(),
+    }
 }
 
 /// One wide-exponent value for `dtype`.
@@ -59,7 +82,7 @@ pub(crate) fn operands(
     fill: Fill,
 ) -> Result<Vec<Option<Operand>>, String> {
     let seed = match fill {
-        Fill::Random(seed) | Fill::WideExponents(seed) => seed,
+        Fill::Random(seed) | Fill::WideExponents(seed) | Fill::Special(seed) => seed,
         Fill::SmallIntegers => 0,
     };
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
@@ -83,6 +106,7 @@ pub(crate) fn operands(
             let values: Vec<f64> = match fill {
                 Fill::Random(_) => (0..count).map(|_| rng.unit()).collect(),
                 Fill::SmallIntegers => (0..count).map(|i| ((i * 7 + 3) % 5) as f64 - 2.0).collect(),
+                Fill::Special(_) => (0..count).map(|_| special_value(&mut rng, dtype)).collect(),
                 Fill::WideExponents(_) => {
                     (0..count).map(|_| wide_exponent(&mut rng, dtype)).collect()
                 }
