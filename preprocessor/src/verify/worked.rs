@@ -160,11 +160,22 @@ fn run_example(
         refill(&operands, dtype, small_integer)?
     };
     let mut layout = None;
+    let mut storage = None;
     if op_kind == "Contiguize"
         && let Some(Some(first)) = operands.first()
         && let Some((view, text)) = transposed(first)
     {
         layout = Some(text);
+        let values = view.storage().to_f64_vec();
+        storage = Some(Grid {
+            label: "x's storage, in memory order".to_owned(),
+            rows: 1,
+            cols: values.len(),
+            values,
+            pad: (0, 0),
+            marks: Vec::new(),
+            window: None,
+        });
         operands[0] = Some(view);
     }
     let values = params(kernel, sample).ok()?;
@@ -198,7 +209,10 @@ fn run_example(
         dims: output.shape().to_vec(),
         values: out_values,
     };
-    let (grids, legend, trace) = figure(op_kind, sample, &names, &inputs, &out);
+    let (mut grids, legend, trace) = figure(op_kind, sample, &names, &inputs, &out);
+    if let Some(storage) = storage {
+        grids.insert(0, storage);
+    }
     Some(Worked {
         symbol: kernel.symbol.clone(),
         dtype: dtype.name().to_owned(),
@@ -591,48 +605,69 @@ fn conv_figure(
     let group = co / (cout / groups).max(1);
     let shown = cin_g.min(3);
     let taps = taps(oh, ow);
-    let mut grids = Vec::new();
-    for ci in 0..shown {
-        let channel = group * cin_g + ci;
-        if channel >= cin {
-            break;
+    let pad = (
+        usize::try_from(ph).unwrap_or(0),
+        usize::try_from(pw).unwrap_or(0),
+    );
+    // Every channel when the tensors are small (at most 3 planes each); the traced output's
+    // taps marked in the planes it reads.
+    let all = cin <= 3 && cout <= 3 && cout * cin_g <= 3;
+    let mut x_grids = Vec::new();
+    let mut w_grids = Vec::new();
+    for channel in 0..cin {
+        let traced = channel / cin_g.max(1) == group && channel % cin_g.max(1) < shown;
+        if !(traced || all) {
+            continue;
         }
         let mut grid = plane(x_name, x, 0, channel);
-        grid.pad = (
-            usize::try_from(ph).unwrap_or(0),
-            usize::try_from(pw).unwrap_or(0),
-        );
-        let mut weight = plane(w_name, w, co, ci);
-        for (n, (i, j, r, c)) in taps.iter().enumerate() {
-            let number = Some(ci * taps.len() + n + 1);
-            grid.marks.push(Mark {
-                row: *r,
-                col: *c,
-                kind: MarkKind::Tap,
-                number,
-            });
-            weight.marks.push(Mark {
-                row: *i,
-                col: *j,
-                kind: MarkKind::Tap,
-                number,
+        grid.pad = pad;
+        if traced {
+            let ci = channel % cin_g.max(1);
+            let mut weight = plane(w_name, w, co, ci);
+            for (n, (i, j, r, c)) in taps.iter().enumerate() {
+                let number = Some(ci * taps.len() + n + 1);
+                grid.marks.push(Mark {
+                    row: *r,
+                    col: *c,
+                    kind: MarkKind::Tap,
+                    number,
+                });
+                weight.marks.push(Mark {
+                    row: *i,
+                    col: *j,
+                    kind: MarkKind::Tap,
+                    number,
+                });
+            }
+            w_grids.push(weight);
+        }
+        x_grids.push(grid);
+    }
+    if all {
+        for other in 1..cout {
+            for ci in 0..cin_g {
+                w_grids.push(plane(w_name, w, other, ci));
+            }
+        }
+    }
+    let mut grids = x_grids;
+    grids.extend(w_grids);
+    for channel in 0..if all { cout } else { 1 } {
+        let mut out_grid = plane("out", out, 0, channel);
+        if channel == co {
+            out_grid.marks.push(Mark {
+                row: oh,
+                col: ow,
+                kind: MarkKind::Out,
+                number: None,
             });
         }
-        grids.push(grid);
-        grids.push(weight);
+        grids.push(out_grid);
     }
-    let mut out_grid = plane("out", out, 0, co);
-    out_grid.marks.push(Mark {
-        row: oh,
-        col: ow,
-        kind: MarkKind::Out,
-        number: None,
-    });
     let value = out
         .values
         .get((co * out_h + usize::try_from(oh).ok()?) * out_w + usize::try_from(ow).ok()?)
         .copied()?;
-    grids.push(out_grid);
     let padded = taps.iter().filter(|(_, _, r, c)| !inside(*r, *c)).count() * shown;
     let total = taps.len() * shown;
     let mut trace = format!(
@@ -1008,6 +1043,7 @@ mod tests {
         };
         let (grids, legend, trace) =
             conv_figure("Conv2D", &s, ("x", &x), ("weight", &w), &out).unwrap();
+        assert_eq!(grids.len(), 3, "x, weight, out");
         let taps: Vec<(i64, i64)> = grids[0].marks.iter().map(|m| (m.row, m.col)).collect();
         // out[0,0] reads 4 real cells and 5 padding; out[0,1] reads (-1,0) … (3,4) in steps
         // of 2: 6 real cells and 3 in the padding, so it is the one traced.
