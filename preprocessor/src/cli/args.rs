@@ -111,7 +111,7 @@ Example: mdbook-fkc explain FKC0104";
 
 pub const JUDGE_HELP: &str = "\
 Time every verified contract's kernel of the book in DIR (default .) on a ladder of sizes from
-its admitted domain (about 3 s each at most), fit overhead_ns + flops / throughput + bytes_moved /
+its admitted domain (about 2 s each at most), fit overhead_ns + flops / throughput + bytes_moved /
 bandwidth, and write DIR/fkc-calibration.json; the build then shows it on each contract's page.
 
 Usage: mdbook-fkc judge [DIR]";

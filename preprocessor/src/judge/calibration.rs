@@ -175,9 +175,11 @@ pub fn judge_fit(ladder: &[LadderPoint]) -> (Option<FitRecord>, Vec<f64>, &'stat
         (
             "good",
             format!(
-                "the formulas explain the measured times: relative residuals {:.1} % RMS, {:.1} % worst",
+                "the formulas explain the measured times: relative residuals {:.1} % RMS, {:.1} % worst (limits {:.0} % and {:.0} %)",
                 rms * 100.0,
-                worst * 100.0
+                worst * 100.0,
+                POOR_RMS * 100.0,
+                POOR_WORST * 100.0
             ),
         )
     };

@@ -37,9 +37,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The time one contract's ladder may take, at most.
-pub const BUDGET: Duration = Duration::from_secs(2);
+/// (The ladder's share; re-timing disturbed rungs takes the rest.)
+pub const BUDGET: Duration = Duration::from_millis(1500);
 /// The time re-timing disturbed rungs may take, at most.
-const RETIME_BUDGET: Duration = Duration::from_secs(1);
+const RETIME_BUDGET: Duration = Duration::from_millis(500);
 /// Timed calls per rung: at least, at most, and the time after which no more are started.
 const MIN_REPETITIONS: usize = 5;
 const MAX_REPETITIONS: usize = 21;
@@ -290,7 +291,8 @@ fn time_ladder<'r>(
                 break;
             }
         }
-        let Some((ns, repetitions)) = time_rung(kernel, &rung.sample, dtype, seed, started) else {
+        let deadline = started + BUDGET;
+        let Some((ns, repetitions)) = time_rung(kernel, &rung.sample, dtype, seed, deadline) else {
             continue;
         };
         last = Some((rung.cost(by_bytes), ns));
@@ -329,7 +331,8 @@ fn retime_outliers(
         let (Some(point), Some(rung)) = (ladder.get_mut(index), rungs.get(index)) else {
             continue;
         };
-        if let Some((ns, repetitions)) = time_rung(kernel, &rung.sample, dtype, seed, started)
+        let deadline = started + RETIME_BUDGET;
+        if let Some((ns, repetitions)) = time_rung(kernel, &rung.sample, dtype, seed, deadline)
             && ns < point.ns
         {
             point.ns = calibration::round(ns, 4);
@@ -338,14 +341,15 @@ fn retime_outliers(
     }
 }
 
-/// The median time of one rung in nanoseconds and the number of timed calls; `None` when the
-/// kernel does not run it.
+/// The median time of one rung in nanoseconds and the number of timed calls (at least
+/// [`MIN_REPETITIONS`], more until [`RUNG_TIME`] or `deadline`); `None` when the kernel does not
+/// run it.
 fn time_rung(
     kernel: &Kernel<'_>,
     sample: &Sample,
     dtype: DType,
     seed: u64,
-    started: Instant,
+    deadline: Instant,
 ) -> Option<(f64, usize)> {
     let operands = run::operands(kernel, sample, dtype, Fill::Random(seed)).ok()?;
     let params = run::params(kernel, sample).ok()?;
@@ -357,7 +361,7 @@ fn time_rung(
     let mut times = Vec::new();
     while times.len() < MAX_REPETITIONS
         && (times.len() < MIN_REPETITIONS || rung_started.elapsed() < RUNG_TIME)
-        && (times.len() < MIN_REPETITIONS || started.elapsed() < BUDGET)
+        && (times.len() < MIN_REPETITIONS || Instant::now() < deadline)
     {
         let call = Instant::now();
         let outcome = kernel.run(&operands, &params);
