@@ -5,8 +5,9 @@
 //! time; each chapter gives a [`ChapterReport`] — its diagnostics ([`diag::Diagnostic`], with
 //! stable [`diag::Code`]s, file, line and column) and a [`ContractSummary`] per contract with
 //! the evidence the gate gathered — and, when the checker renders, the chapter's new Markdown.
-//! [`preprocessor`] runs a whole book (mdBook's protocol, `process_book`), and [`contract`]
-//! reads the format as written.
+//! [`preprocessor`] runs a whole book (mdBook's protocol, `process_book`), [`contract`]
+//! reads the format as written, and [`judge_book`] times every contract's kernel and writes the
+//! calibration file the build then shows (`mdbook-fkc judge`).
 //!
 //! ```no_run
 //! use mdbook_fkc::{Checker, Providers, VerifyOptions};
