@@ -248,7 +248,7 @@ impl Child {
         if stderr.is_empty() {
             format!("it exited ({status})")
         } else {
-            format!("it exited ({status}); its stderr ends: {}", clip(stderr))
+            format!("it exited ({status}); its stderr ends: {}", last_words(stderr))
         }
     }
 
@@ -359,6 +359,13 @@ fn tail_of(
         }
     });
     (tail, reader)
+}
+
+/// The last few hundred characters of a stream, on one line (the end says why it stopped).
+fn last_words(text: &str) -> String {
+    let chars: Vec<char> = text.trim().chars().collect();
+    let tail: String = chars[chars.len().saturating_sub(400)..].iter().collect();
+    tail.replace('\n', " ⏎ ")
 }
 
 fn clip(text: &str) -> String {
