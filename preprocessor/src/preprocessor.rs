@@ -3,7 +3,7 @@
 //! [`process_book`] runs the pipeline over every chapter of a book.
 
 use crate::config::{OnFailure, Options};
-use crate::diag::text::{self, Style};
+use crate::diag::text;
 use crate::diag::{Diagnostic, has_errors};
 use crate::pipeline::BookChecker;
 use crate::providers::Providers;
@@ -13,7 +13,6 @@ use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::config::Config;
 use mdbook_preprocessor::errors::{Error, Result};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
-use std::io::IsTerminal;
 use std::path::Path;
 
 /// The preprocessor's name in book.toml: `[preprocessor.fkc]`.
@@ -69,13 +68,10 @@ fn log_run(renderer: &str) {
 }
 
 /// Prints the diagnostics to stderr; an error when a contract failed and `on-failure = "bail"`.
-/// Prints the errors among `diagnostics` to stderr (coloured on a terminal); returns how many.
+/// Prints the errors among `diagnostics` to stderr (coloured as `--color`, `NO_COLOR` and
+/// `CLICOLOR_FORCE` say: on a terminal by default); returns how many.
 pub fn print_errors(diagnostics: &[Diagnostic]) -> usize {
-    let style = if std::io::stderr().is_terminal() {
-        Style::Colored
-    } else {
-        Style::Plain
-    };
+    let style = text::stderr_style();
     let errors: Vec<Diagnostic> = diagnostics
         .iter()
         .filter(|d| d.is_error())

@@ -105,6 +105,15 @@ fn color_follows_the_flag_and_no_color() {
         &["--color", "never", "check"],
         &[("CLICOLOR_FORCE", "1")]
     ));
+    // `build` prints the same diagnostics through the preprocessor, under the same choice.
+    assert!(colored(
+        &["build", "--color", "always", "-d", "/nonexistent/fkc"],
+        &[]
+    ));
+    assert!(!colored(
+        &["build", "-d", "/nonexistent/fkc"],
+        &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")]
+    ));
 }
 
 #[test]
