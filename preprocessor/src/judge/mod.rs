@@ -14,6 +14,7 @@ pub mod calibration;
 pub mod figure;
 pub mod fit;
 pub mod ladder;
+mod timing;
 
 use crate::chapter;
 use crate::config::Options;
@@ -21,30 +22,19 @@ use crate::contract::front_matter::read_front_matter;
 use crate::contract::raw::{RawContract, read_contract};
 use crate::contract::read_block;
 use crate::diag::has_errors;
-use crate::providers::{CallOutcome, Kernel, Provider, Providers};
+use crate::providers::{Kernel, Provider, Providers};
 use crate::render::{RenderError, Renderer};
 use crate::resolve::{self, BookRegistry, Resolved};
 use crate::source::SourceFile;
-use crate::verify::run::{self, Fill};
 use crate::verify::sample::{Domain, Rng, Sample, Verdict};
-use calibration::{Calibration, Judged, LadderPoint, Machine};
+use calibration::{Calibration, Judged, Machine};
 use fkc_provider::DType;
 use ladder::Rung;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::config::Config;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-/// The time one contract's ladder may take, at most.
-/// (The ladder's share; re-timing disturbed rungs takes the rest.)
-pub const BUDGET: Duration = Duration::from_millis(1500);
-/// The time re-timing disturbed rungs may take, at most.
-const RETIME_BUDGET: Duration = Duration::from_millis(500);
-/// Timed calls per rung: at least, at most, and the time after which no more are started.
-const MIN_REPETITIONS: usize = 5;
-const MAX_REPETITIONS: usize = 21;
-const RUNG_TIME: Duration = Duration::from_millis(120);
 /// Admitted samples tried as the ladder's base.
 const BASES: usize = 24;
 /// The command that writes the calibration, as the pages name it.
@@ -218,8 +208,8 @@ fn judge_contract(
     let rungs = best_ladder(&domain, dtype, seed);
     let by_bytes = rungs.iter().all(|r| r.flops == 0.0);
     let kernel = Kernel { info, provider };
-    let (mut ladder, timed) = time_ladder(&kernel, &rungs, dtype, by_bytes, seed);
-    retime_outliers(&kernel, &mut ladder, &timed, dtype, seed);
+    let (mut ladder, timed) = timing::time_ladder(&kernel, &rungs, dtype, by_bytes, seed);
+    timing::retime_outliers(&kernel, &mut ladder, &timed, dtype, seed);
     let (fit, residuals, verdict, reason) = calibration::judge_fit(&ladder);
     Some(Judged {
         kernel: raw.kernel.value.clone(),
@@ -268,118 +258,6 @@ fn best_ladder(domain: &Domain<'_>, dtype: DType, seed: u64) -> Vec<Rung> {
         }
     }
     best
-}
-
-/// Times each rung (median of repeated calls), smallest first, within [`BUDGET`]: a rung whose
-/// predicted time would overrun the budget is not started. Returns the points and their rungs.
-fn time_ladder<'r>(
-    kernel: &Kernel<'_>,
-    rungs: &'r [Rung],
-    dtype: DType,
-    by_bytes: bool,
-    seed: u64,
-) -> (Vec<LadderPoint>, Vec<&'r Rung>) {
-    let started = Instant::now();
-    let mut points: Vec<LadderPoint> = Vec::new();
-    let mut timed = Vec::new();
-    let mut last: Option<(f64, f64)> = None; // (cost, ns)
-    for rung in rungs {
-        if let Some((cost, ns)) = last {
-            let predicted = ns * (rung.cost(by_bytes) / cost).max(1.0);
-            let needed = Duration::from_secs_f64(predicted * (MIN_REPETITIONS + 1) as f64 / 1e9);
-            if started.elapsed() + needed > BUDGET {
-                break;
-            }
-        }
-        let deadline = started + BUDGET;
-        let Some((ns, repetitions)) = time_rung(kernel, &rung.sample, dtype, seed, deadline) else {
-            continue;
-        };
-        last = Some((rung.cost(by_bytes), ns));
-        timed.push(rung);
-        points.push(LadderPoint {
-            sample: rung.sample.describe(),
-            flops: rung.flops,
-            bytes_moved: rung.bytes,
-            ns: calibration::round(ns, 4),
-            repetitions,
-        });
-    }
-    (points, timed)
-}
-
-/// Other processes only ever add time to a call: a rung the first fit misses by more than
-/// [`calibration::POOR_WORST`] is timed once more (within [`RETIME_BUDGET`]) and keeps the
-/// lower of its two medians, so that one disturbed rung does not decide the verdict. A formula
-/// of the wrong shape misses the same rungs again.
-fn retime_outliers(
-    kernel: &Kernel<'_>,
-    ladder: &mut [LadderPoint],
-    rungs: &[&Rung],
-    dtype: DType,
-    seed: u64,
-) {
-    let points: Vec<fit::Point> = ladder.iter().map(LadderPoint::point).collect();
-    let Some(model) = fit::fit(&points) else {
-        return;
-    };
-    let started = Instant::now();
-    for (index, residual) in model.residuals(&points).into_iter().enumerate() {
-        if residual.abs() <= calibration::POOR_WORST || started.elapsed() > RETIME_BUDGET {
-            continue;
-        }
-        let (Some(point), Some(rung)) = (ladder.get_mut(index), rungs.get(index)) else {
-            continue;
-        };
-        let deadline = started + RETIME_BUDGET;
-        if let Some((ns, repetitions)) = time_rung(kernel, &rung.sample, dtype, seed, deadline)
-            && ns < point.ns
-        {
-            point.ns = calibration::round(ns, 4);
-            point.repetitions = repetitions;
-        }
-    }
-}
-
-/// The median time of one rung in nanoseconds and the number of timed calls (at least
-/// [`MIN_REPETITIONS`], more until [`RUNG_TIME`] or `deadline`); `None` when the kernel does not
-/// run it.
-fn time_rung(
-    kernel: &Kernel<'_>,
-    sample: &Sample,
-    dtype: DType,
-    seed: u64,
-    deadline: Instant,
-) -> Option<(f64, usize)> {
-    let operands = run::operands(kernel, sample, dtype, Fill::Random(seed)).ok()?;
-    let params = run::params(kernel, sample).ok()?;
-    // One call to warm caches and allocator, untimed.
-    let CallOutcome::Outputs(_) = kernel.run(&operands, &params) else {
-        return None;
-    };
-    let rung_started = Instant::now();
-    let mut times = Vec::new();
-    while times.len() < MAX_REPETITIONS
-        && (times.len() < MIN_REPETITIONS || rung_started.elapsed() < RUNG_TIME)
-        && (times.len() < MIN_REPETITIONS || Instant::now() < deadline)
-    {
-        let call = Instant::now();
-        let outcome = kernel.run(&operands, &params);
-        let elapsed = call.elapsed();
-        let CallOutcome::Outputs(outputs) = outcome else {
-            return None;
-        };
-        drop(outputs);
-        times.push(elapsed.as_secs_f64() * 1e9);
-    }
-    times.sort_by(f64::total_cmp);
-    let middle = times.len() / 2;
-    let median = if times.len() % 2 == 1 {
-        times[middle]
-    } else {
-        (times[middle - 1] + times[middle]) / 2.0
-    };
-    Some((median, times.len()))
 }
 
 /// This machine: CPU model, widest SIMD extension, CPUs, platform.
