@@ -1,5 +1,5 @@
 //! Timing the ladder. Every rung's operands are made once; then the rungs are timed in rounds —
-//! one call of each rung per round, smallest first — so that a burst of work from another
+//! one call of each rung per round, in a fresh seeded order each round — so that a burst of work from another
 //! process lands on a few calls of every rung rather than on every call of one rung, and each
 //! rung's median stays clean. A small rung gets an untimed call right before its timed one, so
 //! it is measured with its operands in cache, as on consecutive calls. The rounds stop at
@@ -11,7 +11,7 @@ use super::fit::{self, Point};
 use super::ladder::Rung;
 use crate::providers::{CallOutcome, Kernel};
 use crate::verify::run::{self, Fill};
-use crate::verify::sample::Sample;
+use crate::verify::sample::{Rng, Sample};
 use fkc_provider::{DType, Operand, ParamValues};
 use std::time::{Duration, Instant};
 
@@ -119,13 +119,28 @@ pub fn time_ladder<'r>(
         if round >= MIN_REPETITIONS && started.elapsed() > BUDGET {
             break;
         }
-        prepared.retain_mut(|ready| match timed_call(kernel, ready) {
-            Some(ns) => {
-                ready.times.push(ns);
-                true
+        // A fresh order each round: a preemption that recurs with a period close to the
+        // round's length must not land on the same rung every time.
+        let mut order: Vec<usize> = (0..prepared.len()).collect();
+        let mut rng = Rng::new(seed ^ (round as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for last in (1..order.len()).rev() {
+            let pick = usize::try_from(rng.range(0, last as i64)).unwrap_or(0);
+            order.swap(last, pick);
+        }
+        let mut failed = Vec::new();
+        for index in order {
+            let Some(ready) = prepared.get_mut(index) else {
+                continue;
+            };
+            match timed_call(kernel, ready) {
+                Some(ns) => ready.times.push(ns),
+                None => failed.push(index),
             }
-            None => false,
-        });
+        }
+        failed.sort_unstable();
+        for index in failed.into_iter().rev() {
+            prepared.remove(index);
+        }
     }
     prepared
         .into_iter()
