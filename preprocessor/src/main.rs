@@ -205,9 +205,10 @@ fn check(dir: &Path, format: Format, deny_unverified: bool) -> Result<ExitCode, 
                 );
             }
             let unverified = outcome.contracts.iter().filter(|c| !c.verified).count();
+            let failing = outcome.contracts.iter().filter(|c| c.failing).count();
             println!(
                 "mdbook-fkc check: {} contract(s) verified, {unverified} unverified, {} error(s)",
-                outcome.contracts.len() - unverified,
+                outcome.contracts.len() - unverified - failing,
                 errors.len()
             );
         }

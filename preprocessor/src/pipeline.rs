@@ -142,20 +142,7 @@ impl<'r> BookChecker<'r> {
         } else {
             report.diagnostics.extend(front_diagnostics);
         }
-        let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
-        let mut prelude = self.html(Renderer::style)?;
-        if let Some(front) = &front {
-            prelude.push_str(&self.html(|r| r.provider(&provider_view(front)))?);
-        }
-        // The provider card goes under the chapter's title when the title comes first.
-        let body_start = front_block.as_ref().map_or(0, |block| block.block.end);
-        if let Some(block) = &front_block {
-            replacements.push((block.block.clone(), String::new()));
-        }
-        let after_title = title_end(content, body_start)
-            .filter(|end| fences.first().is_none_or(|f| *end <= f.block.start));
-        let at = after_title.unwrap_or(body_start);
-        replacements.push((at..at, prelude));
+        let mut fence_html = Vec::new();
         for fence in &fences {
             let mut context = std::mem::take(&mut inherited);
             if front_block.is_none() {
@@ -165,8 +152,28 @@ impl<'r> BookChecker<'r> {
                 self.fence(&source, fence, front.as_ref(), provider.as_deref(), context)?;
             report.diagnostics.extend(outcome.diagnostics);
             report.contracts.extend(outcome.summary);
-            replacements.push((fence.block.clone(), outcome.html));
+            fence_html.push((fence.block.clone(), outcome.html));
         }
+        let mut prelude = self.html(Renderer::style)?;
+        let failing: Vec<&ContractSummary> =
+            report.contracts.iter().filter(|c| c.failing).collect();
+        if !failing.is_empty() {
+            prelude.push_str(&self.html(|r| r.banner(&failing))?);
+        }
+        if let Some(front) = &front {
+            prelude.push_str(&self.html(|r| r.provider(&provider_view(front)))?);
+        }
+        // The banner and the provider card go under the chapter's title when it comes first.
+        let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
+        let body_start = front_block.as_ref().map_or(0, |block| block.block.end);
+        if let Some(block) = &front_block {
+            replacements.push((block.block.clone(), String::new()));
+        }
+        let after_title = title_end(content, body_start)
+            .filter(|end| fences.first().is_none_or(|f| *end <= f.block.start));
+        let at = after_title.unwrap_or(body_start);
+        replacements.push((at..at, prelude));
+        replacements.extend(fence_html);
         report.content = self
             .renderer
             .is_some()
@@ -257,12 +264,14 @@ impl<'r> BookChecker<'r> {
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
         match expected {
             Some(codes) => self.expected_failure(source, fence, codes, diagnostics),
-            None if has_errors(&diagnostics) => self.failure(fence, diagnostics),
+            None if has_errors(&diagnostics) => {
+                self.failure(source, fence, raw.as_ref(), diagnostics)
+            }
             None => match (raw, resolved) {
                 (Some(raw), Some(resolved)) => {
                     self.success(source, fence, &raw, &resolved, &evidence, diagnostics)
                 }
-                _ => self.failure(fence, diagnostics),
+                (raw, _) => self.failure(source, fence, raw.as_ref(), diagnostics),
             },
         }
     }
@@ -324,9 +333,13 @@ impl<'r> BookChecker<'r> {
         })
     }
 
+    /// A contract that fails: an error box (with an id, so the page's banner and the inventory
+    /// can link to it), and — when its kernel name could be read — a failing summary.
     fn failure(
         &self,
+        source: &Arc<SourceFile>,
         fence: &Fence,
+        raw: Option<&RawContract>,
         diagnostics: Vec<Diagnostic>,
     ) -> Result<FenceOutcome, RenderError> {
         let shown: Vec<Diagnostic> = diagnostics
@@ -334,11 +347,37 @@ impl<'r> BookChecker<'r> {
             .filter(|d| d.is_error())
             .cloned()
             .collect();
-        let text = text::render_all(&shown, Style::Plain);
+        let text = text::render_each(&shown, Style::Plain);
+        let at = source.line_col(fence.block.start);
+        let summary = raw.map(|raw| ContractSummary {
+            kernel: raw.kernel.value.clone(),
+            file: source.path.clone(),
+            line: at.line,
+            registrable: raw.registrable.as_ref().is_none_or(|r| r.value),
+            revision_hash: String::new(),
+            blurb: raw.blurb.as_ref().map(|b| b.value.clone()),
+            dtypes: crate::import::declared_dtypes(raw)
+                .iter()
+                .map(|d| d.name().to_owned())
+                .collect(),
+            anchor: crate::render::view::anchor(&raw.kernel.value),
+            checks: 0,
+            verified: true,
+            failing: true,
+            evidence: Vec::new(),
+            link: String::new(),
+        });
+        let mut html = self.html(|r| r.diagnostics(&text, None, Some(&fence.body)))?;
+        if let Some(summary) = &summary
+            && !html.is_empty()
+        {
+            // The anchor is a slug of letters, digits and dashes (render::view::anchor).
+            html = format!("<div id=\"{}\">\n{html}</div>", summary.anchor);
+        }
         Ok(FenceOutcome {
-            html: self.html(|r| r.diagnostics(&text, None, Some(&fence.body)))?,
+            html,
             diagnostics,
-            summary: None,
+            summary,
         })
     }
 
@@ -354,7 +393,7 @@ impl<'r> BookChecker<'r> {
         let actual: BTreeSet<&str> = errors.iter().map(|d| d.code.as_str()).collect();
         let wanted: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
         if actual == wanted {
-            let text = text::render_all(&errors, Style::Plain);
+            let text = text::render_each(&errors, Style::Plain);
             return Ok(FenceOutcome {
                 html: self.html(|r| r.diagnostics(&text, Some(expected), Some(&fence.body)))?,
                 diagnostics: Vec::new(),
@@ -390,7 +429,7 @@ impl<'r> BookChecker<'r> {
                 error.message
             ));
         }
-        let text = text::render_all(std::slice::from_ref(&mismatch), Style::Plain);
+        let text = text::render_each(std::slice::from_ref(&mismatch), Style::Plain);
         Ok(FenceOutcome {
             html: self.html(|r| r.diagnostics(&text, None, Some(&fence.body)))?,
             diagnostics: vec![mismatch],

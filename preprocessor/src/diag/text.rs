@@ -57,17 +57,23 @@ pub fn render(diagnostic: &Diagnostic, style: Style) -> String {
 
 /// Renders many diagnostics, separated by blank lines, with a closing summary line.
 pub fn render_all(diagnostics: &[Diagnostic], style: Style) -> String {
-    let mut out = String::new();
-    for diagnostic in diagnostics {
-        out.push_str(&render(diagnostic, style));
-        out.push_str("\n\n");
-    }
+    let mut out = render_each(diagnostics, style);
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     if errors > 0 {
         out.push_str(&format!(
             "error: {errors} contract error{} found; run `mdbook-fkc explain CODE` for details\n",
             if errors == 1 { "" } else { "s" }
         ));
+    }
+    out
+}
+
+/// Every diagnostic, without the terminal's closing summary line (for a page's boxes).
+pub fn render_each(diagnostics: &[Diagnostic], style: Style) -> String {
+    let mut out = String::new();
+    for diagnostic in diagnostics {
+        out.push_str(&render(diagnostic, style));
+        out.push_str("\n\n");
     }
     out
 }

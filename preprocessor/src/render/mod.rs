@@ -36,6 +36,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/diagnostics.html.tera"),
     ),
     (
+        "banner.html",
+        include_str!("../../templates/banner.html.tera"),
+    ),
+    (
         "inventory.html",
         include_str!("../../templates/inventory.html.tera"),
     ),
@@ -121,6 +125,16 @@ impl Renderer {
         let mut context = Context::new();
         context.insert("judge", judge);
         self.render("judge.html", &context)
+    }
+
+    /// The banner at the top of a page whose contracts fail (seen in `on-failure = "continue"`).
+    pub fn banner(
+        &self,
+        failing: &[&crate::report::ContractSummary],
+    ) -> Result<String, RenderError> {
+        let mut context = Context::new();
+        context.insert("failing", failing);
+        self.render("banner.html", &context)
     }
 
     /// The table of every contract of the book; links are prefixed with `prefix` (the way up

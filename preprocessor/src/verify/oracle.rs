@@ -470,7 +470,40 @@ mod tests {
     #[test]
     fn max_pool_takes_window_maxima() {
         let x = input(&[1, 1, 2, 3], vec![1.0, 5.0, 2.0, -1.0, 0.0, 7.0]);
-        assert_eq!(max_pool2d(&x, 2, 1).unwrap().values, vec![5.0, 7.0]);
+        assert_eq!(
+            max_pool2d(&x, 2, 1, NanPolicy::Propagate).unwrap().values,
+            vec![5.0, 7.0]
+        );
+    }
+
+    #[test]
+    fn max_pool_nan_policies() {
+        let x = input(&[1, 1, 1, 4], vec![f64::NAN, 3.0, f64::NAN, f64::NAN]);
+        let propagate = max_pool2d(&x, 1, 1, NanPolicy::Propagate).unwrap().values;
+        assert!(propagate[0].is_nan() && propagate[1] == 3.0);
+        let x = input(&[1, 1, 2, 2], vec![f64::NAN, 3.0, -1.0, f64::NAN]);
+        assert!(max_pool2d(&x, 2, 1, NanPolicy::Propagate).unwrap().values[0].is_nan());
+        assert_eq!(max_pool2d(&x, 2, 1, NanPolicy::Ignore).unwrap().values, vec![3.0]);
+        let all_nan = input(&[1, 1, 1, 1], vec![f64::NAN]);
+        assert!(max_pool2d(&all_nan, 1, 1, NanPolicy::Ignore).unwrap().values[0].is_nan());
+    }
+
+    #[test]
+    fn ordered_sums_round_in_the_dtype() {
+        // 1 + 2^-24 + 2^-24 in f32, left to right: each small term is lost; exactly, it is not.
+        let tiny = 2f64.powi(-24);
+        let x = input(&[1, 3, 1, 1], vec![1.0, tiny, tiny]);
+        let w = input(&[1, 3, 1, 1], vec![1.0, 1.0, 1.0]);
+        let sample = Sample {
+            inputs: Vec::new(),
+            params: Vec::new(),
+        };
+        let inputs = [Some(x), Some(w)];
+        let in_f32 = ordered("Conv2dSimple", DType::F32, &inputs, &sample).unwrap();
+        assert_eq!(in_f32, vec![1.0]);
+        let exact = reference("Conv2dSimple", &inputs, &sample).unwrap().values;
+        assert_eq!(exact, vec![1.0 + 2.0 * tiny]);
+        assert!(ordered("MaxPool2D", DType::F32, &inputs, &sample).is_none());
     }
 
     #[test]
