@@ -46,10 +46,11 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
     // Each verified contract shows a worked example as inline SVG that survived mdBook's HTML
     // pass, computed by the kernel and equal to the oracle.
     assert_eq!(
-        page_real.matches("class=\"fkc-figure\"").count(),
+        page_real.matches("class=\"fkc-example\"").count(),
         4,
         "one figure per contract"
     );
+    assert!(page_real.matches("class=\"fkc-grid\"").count() >= 4 * 2);
     assert_eq!(
         page_real.matches("equals the independent oracle").count(),
         4
