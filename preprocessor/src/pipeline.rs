@@ -33,6 +33,11 @@ pub struct BookChecker<'r> {
     deny_unverified: bool,
     /// The Judge's measurements, shown on each measured contract's page.
     calibration: Option<crate::judge::calibration::Calibration>,
+    /// The book's diagnostics index, from the book's root (`diagnostics/index.html`), if any:
+    /// codes in error boxes link to it.
+    diagnostics_index: Option<String>,
+    /// The way up from the chapter being checked to the book's root (`../`).
+    page_prefix: String,
 }
 
 /// What one fence turned into.
@@ -66,7 +71,35 @@ impl<'r> BookChecker<'r> {
             providers,
             deny_unverified: false,
             calibration: None,
+            diagnostics_index: None,
+            page_prefix: String::new(),
         }
+    }
+
+    /// Links diagnostic codes in error boxes to the book's diagnostics index at `page` (from
+    /// the book's root, e.g. `diagnostics/index.html`).
+    pub fn link_codes_to(mut self, page: Option<String>) -> Self {
+        self.diagnostics_index = page;
+        self
+    }
+
+    /// [`BookChecker::chapter`] for a chapter whose page is `prefix` below the book's root
+    /// (`../` per directory), so links to other pages resolve.
+    pub fn chapter_at(
+        &mut self,
+        path: &str,
+        content: &str,
+        prefix: &str,
+    ) -> Result<ChapterReport, RenderError> {
+        self.page_prefix = prefix.to_owned();
+        self.chapter(path, content)
+    }
+
+    /// Where codes link from this chapter's page ("" for no links).
+    fn index_href(&self) -> String {
+        self.diagnostics_index
+            .as_ref()
+            .map_or_else(String::new, |page| format!("{}{page}", self.page_prefix))
     }
 
     /// A checker that renders nothing: reports carry diagnostics and contracts, no content.
@@ -78,6 +111,8 @@ impl<'r> BookChecker<'r> {
             providers,
             deny_unverified: false,
             calibration: None,
+            diagnostics_index: None,
+            page_prefix: String::new(),
         }
     }
 
@@ -367,7 +402,9 @@ impl<'r> BookChecker<'r> {
             evidence: Vec::new(),
             link: String::new(),
         });
-        let mut html = self.html(|r| r.diagnostics(&text, None, Some(&fence.body)))?;
+        let href = self.index_href();
+        let mut html =
+            self.html(|r| r.diagnostics_linked(&text, None, Some(&fence.body), &href))?;
         if let Some(summary) = &summary
             && !html.is_empty()
         {
@@ -389,13 +426,16 @@ impl<'r> BookChecker<'r> {
         expected: &[String],
         diagnostics: Vec<Diagnostic>,
     ) -> Result<FenceOutcome, RenderError> {
+        let href = self.index_href();
         let errors: Vec<Diagnostic> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
         let actual: BTreeSet<&str> = errors.iter().map(|d| d.code.as_str()).collect();
         let wanted: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
         if actual == wanted {
             let text = text::render_each(&errors, Style::Plain);
             return Ok(FenceOutcome {
-                html: self.html(|r| r.diagnostics(&text, Some(expected), Some(&fence.body)))?,
+                html: self.html(|r| {
+                    r.diagnostics_linked(&text, Some(expected), Some(&fence.body), &href)
+                })?,
                 diagnostics: Vec::new(),
                 summary: None,
             });
@@ -431,7 +471,7 @@ impl<'r> BookChecker<'r> {
         }
         let text = text::render_each(std::slice::from_ref(&mismatch), Style::Plain);
         Ok(FenceOutcome {
-            html: self.html(|r| r.diagnostics(&text, None, Some(&fence.body)))?,
+            html: self.html(|r| r.diagnostics_linked(&text, None, Some(&fence.body), &href))?,
             diagnostics: vec![mismatch],
             summary: None,
         })
@@ -558,5 +598,25 @@ mod tests {
         );
         assert!(!checked.contracts[0].evidence.is_empty());
         assert!(checked.diagnostics.iter().all(|d| !d.is_error()));
+    }
+
+    #[test]
+    fn codes_in_error_boxes_link_to_the_diagnostics_index_when_the_book_has_one() {
+        let broken = CHAPTER.replace("rank: 4 #", "rank: 9 #");
+        let renderer = Renderer::new(None).unwrap();
+        let mut linked =
+            BookChecker::new(&renderer).link_codes_to(Some("diagnostics/index.html".to_owned()));
+        let html = linked
+            .chapter_at("c.md", &broken, "../")
+            .unwrap()
+            .content
+            .unwrap();
+        assert!(
+            html.contains("<a href=\"../diagnostics/index.html#fkc0408\">FKC0408</a>"),
+            "{html}"
+        );
+        let mut plain = BookChecker::new(&renderer);
+        let html = plain.chapter("c.md", &broken).unwrap().content.unwrap();
+        assert!(html.contains("FKC0408") && !html.contains("#fkc0408"));
     }
 }

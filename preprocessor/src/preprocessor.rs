@@ -106,7 +106,8 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
     let providers = Providers::new(options.providers.clone());
     let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
-        .with_calibration(crate::judge::beside(root));
+        .with_calibration(crate::judge::beside(root))
+        .link_codes_to(diagnostics_index(book));
     let outcome = run_chapters(&mut checker, options.on_failure, config, book)?;
     insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;
     Ok(outcome)
@@ -125,6 +126,21 @@ pub fn process_book_with(
     let mut checker =
         BookChecker::without_rendering(options.verify, providers).deny_unverified(deny_unverified);
     run_chapters(&mut checker, options.on_failure, config, book)
+}
+
+/// The page of the book's diagnostics index (`diagnostics/index.md`), if it has one.
+fn diagnostics_index(book: &Book) -> Option<String> {
+    book.iter().find_map(|item| match item {
+        BookItem::Chapter(chapter)
+            if chapter
+                .path
+                .as_ref()
+                .is_some_and(|p| p == Path::new("diagnostics/index.md")) =>
+        {
+            Some("diagnostics/index.html".to_owned())
+        }
+        _ => None,
+    })
 }
 
 fn read_options(root: &Path, config: &Config) -> Result<Options> {
@@ -160,7 +176,11 @@ fn run_chapters(
             return;
         };
         let display = source_dir.join(path).display().to_string();
-        match checker.chapter(&display, &chapter.content) {
+        let depth = chapter
+            .path
+            .as_ref()
+            .map_or(0, |p| p.components().count().saturating_sub(1));
+        match checker.chapter_at(&display, &chapter.content, &"../".repeat(depth)) {
             Ok(report) => {
                 if let Some(content) = report.content {
                     chapter.content = content;

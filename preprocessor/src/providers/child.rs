@@ -248,7 +248,10 @@ impl Child {
         if stderr.is_empty() {
             format!("it exited ({status})")
         } else {
-            format!("it exited ({status}); its stderr ends: {}", last_words(stderr))
+            format!(
+                "it exited ({status}); its stderr ends: {}",
+                last_words(stderr)
+            )
         }
     }
 

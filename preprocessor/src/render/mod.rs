@@ -88,6 +88,7 @@ impl Renderer {
         tera.autoescape_on(vec![".html"]);
         tera.register_filter("linebreaks_as_entities", linebreaks_as_entities);
         tera.register_filter("code_spans", code_spans);
+        tera.register_filter("code_links", code_links);
         tera.add_raw_templates(templates)
             .map_err(|error| RenderError(describe_tera_error(&error)))?;
         Ok(Renderer { tera })
@@ -159,12 +160,60 @@ impl Renderer {
         expected: Option<&[String]>,
         source: Option<&str>,
     ) -> Result<String, RenderError> {
+        self.diagnostics_linked(text, expected, source, "")
+    }
+
+    /// [`Renderer::diagnostics`] with every `FKCnnnn` linked to its section of the book's
+    /// diagnostics index at `index_href` (no links when it is empty).
+    pub fn diagnostics_linked(
+        &self,
+        text: &str,
+        expected: Option<&[String]>,
+        source: Option<&str>,
+        index_href: &str,
+    ) -> Result<String, RenderError> {
         let mut context = Context::new();
         context.insert("text", text);
         context.insert("expected", &expected);
         context.insert("source", &source);
+        context.insert("index_href", index_href);
         self.render("diagnostics.html", &context)
     }
+}
+
+/// Links every `FKCnnnn` of already-escaped text to `href#fkcnnnn` (argument `href`; nothing
+/// changes when it is empty). Use after `escape`, with `| safe`.
+fn code_links(
+    value: &tera::Value,
+    args: &HashMap<String, tera::Value>,
+) -> tera::Result<tera::Value> {
+    let text = tera::try_get_value!("code_links", "value", String, value);
+    let href = args.get("href").and_then(|h| h.as_str()).unwrap_or("");
+    if href.is_empty() {
+        return Ok(tera::Value::String(text));
+    }
+    let href = tera::escape_html(href);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("FKC") {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let digits = from
+            .get(3..7)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()));
+        match digits {
+            Some(digits) => {
+                out.push_str(&format!("<a href=\"{href}#fkc{digits}\">FKC{digits}</a>"));
+                rest = from.get(7..).unwrap_or("");
+            }
+            None => {
+                out.push_str("FKC");
+                rest = from.get(3..).unwrap_or("");
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(tera::Value::String(out))
 }
 
 fn linebreaks_as_entities(
@@ -233,6 +282,25 @@ mod tests {
     fn shaped_html_has_no_blank_lines_or_directives() {
         let shaped = shape_for_markdown("<div>\n\n    <p>{{#include x}}</p>\n</div>\n");
         assert_eq!(shaped, "<div>\n<p>&#123;&#123;#include x}}</p>\n</div>\n");
+    }
+
+    #[test]
+    fn codes_link_to_the_index() {
+        let mut args = HashMap::new();
+        args.insert(
+            "href".to_owned(),
+            tera::Value::String("../diagnostics/index.html".to_owned()),
+        );
+        let text = tera::Value::String("error[FKC0402]: x FKC and FKC12".to_owned());
+        let out = code_links(&text, &args).unwrap();
+        assert_eq!(
+            out,
+            tera::Value::String(
+                "error[<a href=\"../diagnostics/index.html#fkc0402\">FKC0402</a>]: x FKC and FKC12"
+                    .to_owned()
+            )
+        );
+        assert_eq!(code_links(&text, &HashMap::new()).unwrap(), text);
     }
 
     #[test]

@@ -483,9 +483,17 @@ mod tests {
         assert!(propagate[0].is_nan() && propagate[1] == 3.0);
         let x = input(&[1, 1, 2, 2], vec![f64::NAN, 3.0, -1.0, f64::NAN]);
         assert!(max_pool2d(&x, 2, 1, NanPolicy::Propagate).unwrap().values[0].is_nan());
-        assert_eq!(max_pool2d(&x, 2, 1, NanPolicy::Ignore).unwrap().values, vec![3.0]);
+        assert_eq!(
+            max_pool2d(&x, 2, 1, NanPolicy::Ignore).unwrap().values,
+            vec![3.0]
+        );
         let all_nan = input(&[1, 1, 1, 1], vec![f64::NAN]);
-        assert!(max_pool2d(&all_nan, 1, 1, NanPolicy::Ignore).unwrap().values[0].is_nan());
+        assert!(
+            max_pool2d(&all_nan, 1, 1, NanPolicy::Ignore)
+                .unwrap()
+                .values[0]
+                .is_nan()
+        );
     }
 
     #[test]
