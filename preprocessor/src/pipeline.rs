@@ -361,8 +361,11 @@ impl<'r> BookChecker<'r> {
         let hash = &resolved.revision_hash;
         let kernel = &raw.kernel.value;
         Ok(FenceOutcome {
-            html: self
-                .html(|r| crate::judge::attach(r, r.contract(&view)?, calibration, kernel, hash))?,
+            html: self.html(|r| {
+                crate::judge::figure::attach(r.contract(&view)?, calibration, kernel, hash, |j| {
+                    r.judge(j)
+                })
+            })?,
             diagnostics,
             summary: Some(summary),
         })

@@ -106,7 +106,7 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
     let providers = Providers::new(options.providers.clone());
     let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
-        .with_calibration(crate::judge::beside(root))
+        .with_calibration(crate::judge::calibration::beside(root))
         .link_codes_to(diagnostics_index(book));
     let outcome = run_chapters(&mut checker, options.on_failure, config, book)?;
     insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;

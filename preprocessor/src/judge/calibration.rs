@@ -221,6 +221,18 @@ pub fn load(root: &Path) -> Result<Option<Calibration>, String> {
     Ok(Some(calibration))
 }
 
+/// The calibration beside the book in `root`, for the build: `None` when there is none, or
+/// (with a warning) when it cannot be read.
+pub fn beside(root: &Path) -> Option<Calibration> {
+    match load(root) {
+        Ok(calibration) => calibration,
+        Err(message) => {
+            eprintln!("warning: mdbook-fkc: {message}; measured costs are not shown");
+            None
+        }
+    }
+}
+
 /// Writes the calibration beside the book in `root` (pretty JSON, one trailing newline).
 pub fn save(root: &Path, calibration: &Calibration) -> Result<PathBuf, String> {
     let path = path_in(root);

@@ -92,6 +92,25 @@ pub fn view(calibration: &Calibration, kernel: &str, revision_hash: &str) -> Opt
     })
 }
 
+/// A contract's page HTML with its measured cost added (before the contract's source, or at the
+/// end), when `calibration` measured `kernel`; `render` turns the view into HTML.
+pub fn attach<E>(
+    html: String,
+    calibration: Option<&Calibration>,
+    kernel: &str,
+    revision_hash: &str,
+    render: impl FnOnce(&JudgeView) -> Result<String, E>,
+) -> Result<String, E> {
+    let Some(view) = calibration.and_then(|c| view(c, kernel, revision_hash)) else {
+        return Ok(html);
+    };
+    let judged = render(&view)?;
+    Ok(match html.rfind("<details class=\"fkc-source\">") {
+        Some(at) => format!("{}{judged}{}", &html[..at], &html[at..]),
+        None => format!("{html}{judged}"),
+    })
+}
+
 const WIDTH: f64 = 380.0;
 const HEIGHT: f64 = 230.0;
 const LEFT: f64 = 58.0;

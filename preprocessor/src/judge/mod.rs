@@ -7,6 +7,10 @@
 //! file and shows each contract's measurements on its page ([`figure`]), or says they are stale
 //! when the contract changed since.
 //!
+//! In the order of the stages, [`fit`], [`calibration`] and [`figure`] are data and a view (the
+//! build reads them beside `render`); this module and [`ladder`] and `timing` are a command that
+//! comes last, after the whole gate.
+//!
 //! The gate runs first (a book whose contracts fail is not judged); the contracts are then
 //! read, resolved and imported again exactly as the build does, and only the kernels run here.
 
@@ -23,7 +27,6 @@ use crate::contract::raw::{RawContract, read_contract};
 use crate::contract::read_block;
 use crate::diag::has_errors;
 use crate::providers::{Kernel, Provider, Providers};
-use crate::render::{RenderError, Renderer};
 use crate::resolve::{self, BookRegistry, Resolved};
 use crate::source::SourceFile;
 use crate::verify::sample::{Domain, Rng, Sample, Verdict};
@@ -308,35 +311,4 @@ fn isa() -> &'static str {
     {
         "scalar"
     }
-}
-
-/// The calibration beside the book in `root`, for the build: `None` when there is none, or
-/// (with a warning) when it cannot be read.
-pub fn beside(root: &Path) -> Option<Calibration> {
-    match calibration::load(root) {
-        Ok(calibration) => calibration,
-        Err(message) => {
-            eprintln!("warning: mdbook-fkc: {message}; measured costs are not shown");
-            None
-        }
-    }
-}
-
-/// A contract's page HTML with its measured cost added (before the contract's source, or at the
-/// end), when `calibration` measured `kernel`.
-pub fn attach(
-    renderer: &Renderer,
-    html: String,
-    calibration: Option<&Calibration>,
-    kernel: &str,
-    revision_hash: &str,
-) -> Result<String, RenderError> {
-    let Some(view) = calibration.and_then(|c| figure::view(c, kernel, revision_hash)) else {
-        return Ok(html);
-    };
-    let judged = renderer.judge(&view)?;
-    Ok(match html.rfind("<details class=\"fkc-source\">") {
-        Some(at) => format!("{}{judged}{}", &html[..at], &html[at..]),
-        None => format!("{html}{judged}"),
-    })
 }
