@@ -155,11 +155,11 @@ pub fn caption(worked: &Worked) -> String {
     )
 }
 
-const PLOT_W: f64 = 520.0;
-const PLOT_H: f64 = 240.0;
-const LEFT: f64 = 58.0;
-const RIGHT: f64 = 12.0;
-const TOP: f64 = 26.0;
+const PLOT_W: f64 = 440.0;
+const PLOT_H: f64 = 260.0;
+const LEFT: f64 = 62.0;
+const RIGHT: f64 = 24.0;
+const TOP: f64 = 46.0;
 const BOTTOM: f64 = 40.0;
 
 /// The drift plot: `|T-accumulated − exact|` (dots, solid) and Higham's bound (dashed) against
@@ -206,21 +206,21 @@ pub fn drift_plot(drift: &Drift) -> String {
         let v = 10f64.powi(i32::try_from(decade).unwrap_or(0));
         let yy = y(v);
         out.push_str(&format!(
-            "<line class=\"fkc-drift-grid\" x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"currentColor\">1e{decade}</text>",
+            "<line class=\"fkc-drift-grid\" x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\" fill=\"currentColor\">1e{decade}</text>",
             PLOT_W - RIGHT,
             LEFT - 4.0,
             yy + 3.0
         ));
     }
     out.push_str(&format!(
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"currentColor\">0</text>",
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\" fill=\"currentColor\">0</text>",
         LEFT - 4.0,
         y(0.0) + 3.0
     ));
     for (point, l) in drift.points.iter().zip(&lengths) {
         if (*l as i64) % 2 == 0 {
             out.push_str(&format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
                 x(*l),
                 bottom + 14.0,
                 point.length
@@ -228,7 +228,7 @@ pub fn drift_plot(drift: &Drift) -> String {
         }
     }
     out.push_str(&format!(
-        "<path class=\"fkc-drift-axis\" d=\"M{LEFT} {TOP} V{bottom} H{:.1}\" fill=\"none\" stroke=\"currentColor\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\">reduction length K (terms summed per output)</text>",
+        "<path class=\"fkc-drift-axis\" d=\"M{LEFT} {TOP} V{bottom} H{:.1}\" fill=\"none\" stroke=\"currentColor\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"13\" text-anchor=\"middle\" fill=\"currentColor\">reduction length K (terms summed per output)</text>",
         PLOT_W - RIGHT,
         (LEFT + PLOT_W - RIGHT) / 2.0,
         PLOT_H - 6.0
@@ -280,11 +280,11 @@ pub fn drift_plot(drift: &Drift) -> String {
         ));
     }
     out.push_str(&format!(
-        "<line class=\"fkc-drift-bound\" x1=\"{LEFT:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"16\" font-size=\"11\" fill=\"currentColor\">bound γ_K·Σ|w·x|</text><circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"12\" r=\"3\" fill=\"currentColor\"/><text x=\"{:.1}\" y=\"16\" font-size=\"11\" fill=\"currentColor\">|{}-accumulated − exact|</text>",
+        "<line class=\"fkc-drift-bound\" x1=\"{LEFT:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"16\" font-size=\"13\" fill=\"currentColor\">bound γ_K·Σ|w·x|</text><circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"30\" r=\"3\" fill=\"currentColor\"/><text x=\"{:.1}\" y=\"34\" font-size=\"13\" fill=\"currentColor\">|{}-accumulated − exact|</text>",
         LEFT + 24.0,
         LEFT + 30.0,
-        LEFT + 190.0,
-        LEFT + 198.0,
+        LEFT + 12.0,
+        LEFT + 30.0,
         escape(&drift.dtype)
     ));
     out.push_str("</svg>");
