@@ -79,7 +79,7 @@ pub fn view(calibration: &Calibration, kernel: &str, revision_hash: &str) -> Opt
         stale: None,
         svg: Some(svg(judged)),
         caption: format!(
-            "`{}` ({}) timed by `{}` on {} sizes from the admitted domain (median of repeated calls each), against the `{}` formula; the line is the fitted `overhead_ns + flops / throughput + bytes_moved / bandwidth`. Measured then, not when this page was built.",
+            "`{}` ({}) timed by `{}` on {} sizes from the admitted domain (each the median of its timed calls), against the `{}` formula; the dashed line is the fitted `overhead_ns + flops / throughput + bytes_moved / bandwidth`, and a hollow point is a size it misses by more than the verdict allows. Measured then, not when this page was built.",
             judged.symbol,
             judged.dtype,
             calibration.command,
@@ -222,8 +222,20 @@ pub fn svg(judged: &Judged) -> String {
             continue;
         }
         let residual = judged.residuals.get(index).copied().unwrap_or(0.0);
+        // A rung the fit misses by more than the verdict allows is drawn hollow.
+        let (class, fill) = if residual.abs() > super::calibration::POOR_WORST {
+            (
+                "fkc-judge-point fkc-judge-miss",
+                "fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"",
+            )
+        } else {
+            (
+                "fkc-judge-point",
+                "fill=\"currentColor\" fill-opacity=\"0.7\"",
+            )
+        };
         out.push_str(&format!(
-            "<circle class=\"fkc-judge-point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"currentColor\" fill-opacity=\"0.7\"><title>{}</title></circle>",
+            "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" {fill}><title>{}</title></circle>",
             x(x_of(point)),
             y(point.ns),
             escape(&format!(
@@ -299,6 +311,38 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 6);
         assert!(svg.contains("fkc-judge-fit"));
         assert!(view.stale.is_none());
+    }
+
+    #[test]
+    fn a_rung_the_fit_misses_is_drawn_hollow() {
+        let mut calibration = calibration("abc");
+        calibration.contracts[0].residuals[2] = -0.8;
+        let svg = view(&calibration, "k", "abc").unwrap().svg.unwrap();
+        assert_eq!(svg.matches("fkc-judge-miss").count(), 1, "{svg}");
+        assert!(svg.contains("residual -80.0 %"));
+    }
+
+    #[test]
+    fn the_measured_cost_goes_before_the_contract_source() {
+        let calibration = calibration("abc");
+        let html =
+            "<div><h4>Cost</h4><details class=\"fkc-source\">yaml</details></div>".to_owned();
+        let out = attach(html.clone(), Some(&calibration), "k", "abc", |_| {
+            Ok::<_, ()>("<judge/>".to_owned())
+        })
+        .unwrap();
+        assert_eq!(
+            out,
+            "<div><h4>Cost</h4><judge/><details class=\"fkc-source\">yaml</details></div>"
+        );
+        let unmeasured = attach(html.clone(), Some(&calibration), "other", "abc", |_| {
+            Ok::<_, ()>("<judge/>".to_owned())
+        });
+        assert_eq!(unmeasured, Ok(html.clone()));
+        let none = attach(html.clone(), None, "k", "abc", |_| {
+            Ok::<_, ()>(String::new())
+        });
+        assert_eq!(none, Ok(html));
     }
 
     #[test]
