@@ -208,7 +208,9 @@ fn seed_contracts_resolve_against_the_registry() {
         "fuel_reference_backend::ops::max_pool2d_f16",
     ] {
         assert!(
-            html.contains(&format!("<code>{symbol}</code></td><td>resolved")),
+            html.contains(&format!(
+                "<code>{symbol}</code></td><td data-label=\"link registry\">resolved"
+            )),
             "{symbol}"
         );
     }

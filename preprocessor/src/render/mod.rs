@@ -192,7 +192,7 @@ fn code_links(
     if href.is_empty() {
         return Ok(tera::Value::String(text));
     }
-    let href = tera::escape_html(href);
+    let href = href.replace('"', "&quot;");
     let mut out = String::with_capacity(text.len());
     let mut rest = text.as_str();
     while let Some(at) = rest.find("FKC") {

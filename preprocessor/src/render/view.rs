@@ -125,6 +125,9 @@ pub struct ContractView {
     /// The worked example as the `figure.html` template lays it out (grids, legend, trace,
     /// cost on the example, drift plots).
     pub worked: Option<super::svg::FigureView>,
+    /// What verified it: the tool's version and the gate's settings (no timestamp, so two
+    /// builds stay byte-identical).
+    pub verified_with: String,
 }
 
 /// The provider card rendered in place of the front matter.
@@ -204,7 +207,7 @@ pub fn contract_view(
         evidence: Vec::new(),
         figure: None,
         figure_caption: None,
-        inputs: contract.inputs.iter().map(input_view).collect(),
+        inputs: shown_once(contract.inputs.iter().map(input_view).collect()),
         op_params_variant: contract.op_params.as_ref().and_then(|p| {
             p.variant
                 .as_ref()
@@ -242,6 +245,7 @@ pub fn contract_view(
         source: source.to_owned(),
         source_location,
         worked: None,
+        verified_with: String::new(),
     }
 }
 
@@ -324,6 +328,20 @@ fn identity(contract: &RawContract) -> Vec<Row> {
         rows.push(Row::code("oracle", text, note(&oracle.entry_point)));
     }
     rows
+}
+
+/// An input whose layout list is the same as an earlier input's says so instead of repeating it.
+fn shown_once(mut inputs: Vec<InputView>) -> Vec<InputView> {
+    for index in 1..inputs.len() {
+        let same = inputs[..index]
+            .iter()
+            .find(|earlier| !earlier.layout.is_empty() && earlier.layout == inputs[index].layout)
+            .map(|earlier| earlier.name.clone());
+        if let Some(name) = same {
+            inputs[index].layout = vec![format!("as {name}")];
+        }
+    }
+    inputs
 }
 
 fn input_view(input: &RawInput) -> InputView {
