@@ -108,6 +108,12 @@ impl Evaluator<'_> {
         if depth > MAX_HEIGHT {
             return Err(too_deep(e.span));
         }
+        // `x.dim[1]`, `stride[0]`: read the bound value in place instead of cloning the record.
+        if matches!(e.kind, ExprKind::Member { .. } | ExprKind::Index { .. })
+            && let Some(found) = self.borrowed(e, depth)
+        {
+            return Ok(found.clone());
+        }
         match &e.kind {
             ExprKind::Int(v) => Ok(Value::Int(*v)),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
@@ -152,6 +158,28 @@ impl Evaluator<'_> {
         }
     }
 
+    /// The bound value a path of names, fields and literal-free indices denotes, borrowed;
+    /// `None` whenever the slow path must decide (including every error case).
+    fn borrowed(&self, e: &Expr, depth: usize) -> Option<&Value> {
+        if depth > MAX_HEIGHT {
+            return None;
+        }
+        match &e.kind {
+            ExprKind::Name(name) => self.bindings.get(name),
+            ExprKind::Member { base, field, .. } => self.borrowed(base, depth + 1)?.field(field),
+            ExprKind::Index { base, index } => {
+                let Value::Tuple(items) = self.borrowed(base, depth + 1)? else {
+                    return None;
+                };
+                let Ok(Value::Int(i)) = self.value(index, depth + 1) else {
+                    return None;
+                };
+                items.get(usize::try_from(i).ok()?)
+            }
+            _ => None,
+        }
+    }
+
     fn name(&self, name: &str, span: Span) -> Result<Value, ExprError> {
         self.bindings.get(name).cloned().ok_or_else(|| {
             unknown_name(
@@ -179,6 +207,9 @@ impl Evaluator<'_> {
             return Ok(Value::Bool(b));
         }
         let r = self.value(rhs, depth + 1)?;
+        if let (Value::Bool(_), Value::Bool(b)) = (&l, &r) {
+            return Ok(Value::Bool(*b)); // well typed: no need to build the types
+        }
         binary_type(op, (&l.type_of(), lhs.span), (&r.type_of(), rhs.span), span)?;
         match r {
             Value::Bool(b) => Ok(Value::Bool(b)),
@@ -319,7 +350,10 @@ fn binary(
     span: Span,
 ) -> Result<Value, ExprError> {
     let (l, r) = (&lhs.0, &rhs.0);
-    binary_type(op, (&l.type_of(), lhs.1), (&r.type_of(), rhs.1.span), span)?;
+    // Two integers suit every non-logical operator: type the operands only otherwise.
+    if !matches!((l, r), (Value::Int(_), Value::Int(_))) {
+        binary_type(op, (&l.type_of(), lhs.1), (&r.type_of(), rhs.1.span), span)?;
+    }
     if matches!(op, BinOp::Eq | BinOp::Ne) {
         return Ok(Value::Bool((l == r) == (op == BinOp::Eq)));
     }
