@@ -120,6 +120,20 @@ fn a_stale_revision_hash_is_flagged_instead_of_numbers() {
 }
 
 #[test]
+fn a_contract_changed_since_it_was_judged_is_stale() {
+    let dir = fixture_book("judge-book");
+    judge(&dir);
+    let path = dir.join("book/pool.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let changed = text.replace("blurb: \"Per-channel", "blurb: \"Changed: per-channel");
+    assert_ne!(text, changed);
+    std::fs::write(&path, changed).unwrap();
+    let page = build(&dir);
+    assert!(page.contains("stale calibration"), "{page}");
+    assert!(!page.contains("fkc-judge-figure"));
+}
+
+#[test]
 fn a_poor_fit_is_flagged_on_the_page() {
     let dir = fixture_book("judge-book");
     judge(&dir);
