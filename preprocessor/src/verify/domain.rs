@@ -17,7 +17,42 @@ const MAX_ATTEMPTS: usize = 40_000;
 /// proportionally fewer candidates).
 const MAX_EVALUATIONS: usize = 4_000_000;
 
+/// Random candidates without a new sample after which drawing stops (once the admitted quota is
+/// met); the quotas still open are then filled by moving one variable of admitted samples.
+const IDLE_ATTEMPTS: usize = 1500;
+
 impl Gate<'_> {
+    /// Fills each constraint part's breaking quota by moving one variable (a dimension or a
+    /// parameter value) of an admitted sample until exactly that part is false.
+    fn break_by_moving_one_variable(
+        &self,
+        dtype: DType,
+        admitted: &Admitted,
+        breaking: &mut Breaking,
+        constraints: usize,
+        quota: usize,
+    ) {
+        let open = |breaking: &Breaking, c: usize| {
+            breaking.iter().filter(|(_, b)| *b == c).count() < quota
+        };
+        if (0..constraints).all(|c| !open(breaking, c)) {
+            return;
+        }
+        for (sample, _) in admitted {
+            for candidate in sample.neighbours() {
+                if let Verdict::Breaks { constraint } = self.domain.verdict(&candidate, dtype)
+                    && open(breaking, constraint)
+                    && !breaking.iter().any(|(s, _)| *s == candidate)
+                {
+                    breaking.push((candidate, constraint));
+                    if (0..constraints).all(|c| !open(breaking, c)) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
     /// Draws admitted samples and samples breaking exactly one constraint.
     pub(super) fn draw(&self, dtype: DType, options: VerifyOptions) -> (Admitted, Breaking) {
         let mut rng = Rng::new(options.seed);
@@ -30,29 +65,33 @@ impl Gate<'_> {
             .saturating_mul(1 + constraints)
             .min(MAX_ATTEMPTS)
             .min(MAX_EVALUATIONS / (1 + constraints));
+        let quota = options.samples.div_ceil(4);
+        let mut idle = 0;
         for _ in 0..attempts {
             let sample = self.domain.draw(&mut rng);
-            match self.domain.verdict(&sample, dtype) {
+            let progress = match self.domain.verdict(&sample, dtype) {
                 Verdict::Admitted { outputs }
                     if admitted.len() < options.samples
                         && !admitted.iter().any(|(s, _)| *s == sample) =>
                 {
                     admitted.push((sample, outputs));
+                    true
                 }
                 Verdict::Breaks { constraint }
-                    if breaking.iter().filter(|(_, c)| *c == constraint).count()
-                        < options.samples.div_ceil(4) =>
+                    if breaking.iter().filter(|(_, c)| *c == constraint).count() < quota =>
                 {
                     breaking.push((sample, constraint));
+                    true
                 }
-                _ => {}
-            }
-            if admitted.len() >= options.samples
-                && breaking.len() >= constraints * options.samples.div_ceil(4)
-            {
+                _ => false,
+            };
+            idle = if progress { 0 } else { idle + 1 };
+            let full = admitted.len() >= options.samples;
+            if (full && breaking.len() >= constraints * quota) || (full && idle > IDLE_ATTEMPTS) {
                 break;
             }
         }
+        self.break_by_moving_one_variable(dtype, &admitted, &mut breaking, constraints, quota);
         (admitted, breaking)
     }
 

@@ -87,7 +87,52 @@ pub struct Sample {
     pub params: Vec<(String, Param)>,
 }
 
+/// The values a moved variable takes (the box the gate samples from, plus 0).
+const MOVES: std::ops::RangeInclusive<i64> = 0..=6;
+
 impl Sample {
+    /// Every sample that differs from this one in exactly one variable — one dimension of a
+    /// present input, or one parameter value (one element of a tuple) — moved within `0..=6`.
+    pub fn neighbours(&self) -> impl Iterator<Item = Sample> + '_ {
+        let dims = self
+            .inputs
+            .iter()
+            .enumerate()
+            .flat_map(move |(i, (_, dims, present))| {
+                let axes = if *present { dims.len() } else { 0 };
+                (0..axes).flat_map(move |axis| {
+                    MOVES.filter_map(move |value| {
+                        let mut moved = self.clone();
+                        let slot = moved.inputs.get_mut(i)?.1.get_mut(axis)?;
+                        (*slot != value).then(|| *slot = value)?;
+                        Some(moved)
+                    })
+                })
+            });
+        let params = self
+            .params
+            .iter()
+            .enumerate()
+            .flat_map(move |(p, (_, param))| {
+                let width = match param {
+                    Param::Int(_) => 1,
+                    Param::Ints(values) => values.len(),
+                };
+                (0..width).flat_map(move |element| {
+                    MOVES.filter_map(move |value| {
+                        let mut moved = self.clone();
+                        let slot = match &mut moved.params.get_mut(p)?.1 {
+                            Param::Int(v) => v,
+                            Param::Ints(values) => values.get_mut(element)?,
+                        };
+                        (*slot != value).then(|| *slot = value)?;
+                        Some(moved)
+                    })
+                })
+            });
+        dims.chain(params)
+    }
+
     pub fn dims(&self, input: &str) -> Option<&[i64]> {
         self.inputs
             .iter()
@@ -331,5 +376,42 @@ fn small(rng: &mut Rng) -> i64 {
         0 => 0,
         9 => 4,
         n => (n % 3) + 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbours_move_exactly_one_variable() {
+        let sample = Sample {
+            inputs: vec![
+                ("x".to_owned(), vec![2, 3], true),
+                ("b".to_owned(), vec![4], false),
+            ],
+            params: vec![
+                ("k".to_owned(), Param::Int(1)),
+                ("s".to_owned(), Param::Ints(vec![1, 2])),
+            ],
+        };
+        let all: Vec<Sample> = sample.neighbours().collect();
+        // 2 present dims + 1 int + 2 tuple elements, each moved to the 6 other values of 0..=6
+        assert_eq!(all.len(), 5 * 6);
+        for moved in &all {
+            let dims_changed: usize = moved
+                .inputs
+                .iter()
+                .zip(&sample.inputs)
+                .map(|(a, b)| a.1.iter().zip(&b.1).filter(|(x, y)| x != y).count())
+                .sum();
+            let params_changed = moved
+                .params
+                .iter()
+                .zip(&sample.params)
+                .filter(|(a, b)| a != b)
+                .count();
+            assert_eq!(dims_changed + params_changed, 1);
+        }
     }
 }
