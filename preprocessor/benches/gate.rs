@@ -1,0 +1,138 @@
+//! How long the gate takes: a generated book of 200 contracts checked one by one (each a fresh
+//! checker, as a cold run), and this repository's book checked whole; with `MDBOOK` set, also a
+//! plain `mdbook build` of the same Markdown without the preprocessor and `mdbook-fkc build`,
+//! side by side in the same run. `cargo bench -p mdbook-fkc --bench gate`.
+
+use mdbook_fkc::{Checker, Providers, VerifyOptions};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: fuel-reference-backend\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: fuel_reference_backend::fkc::ENTRY_POINTS\n  revision_base: bench\n---\n";
+
+/// Contract `i` of the generated book: the seed's pooling contract with its own name and bounds.
+fn contract(i: usize) -> String {
+    format!(
+        "```fkc\nkernel: pool_{i}\nregistrable: false\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - {{ name: x, dtypes: [F32, F64, BF16, F16], rank: 4, shape_constraint: \"x.dim[0] <= {}\" }}\nop_params:\n  fields:\n    kernel_size: {{ kind: usize, constraint: \"kernel_size > 0 && kernel_size <= x.dim[2] && kernel_size <= x.dim[3]\" }}\n    stride: {{ kind: usize, constraint: \"stride > 0\" }}\nreturn:\n  outputs:\n    - {{ name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }}\ncost:\n  flops: \"out.dim[0] * out.dim[1] * out.dim[2] * out.dim[3] * kernel_size * kernel_size\"\n  memory: {{ host_bytes: \"out.dim[0]*out.dim[1]*out.dim[2]*out.dim[3] * dtype_bytes\" }}\nprecision:\n  max_ulp: 0\n  nan: ignore\ndeterminism: same_hardware_bitwise\n```\n",
+        6 + i % 5
+    )
+}
+
+fn generated_book() -> Duration {
+    let started = Instant::now();
+    for i in 0..200 {
+        let chapter = format!("{FRONT}# Pool {i}\n\n{}", contract(i));
+        let mut checker =
+            Checker::without_rendering(VerifyOptions::default(), Providers::default());
+        let report = checker.chapter("bench.md", &chapter).expect("checks");
+        assert!(
+            report.diagnostics.iter().all(|d| !d.is_error()),
+            "contract {i} failed"
+        );
+    }
+    started.elapsed()
+}
+
+fn this_book(root: &Path) -> (Duration, usize) {
+    let mut chapters = Vec::new();
+    collect(&root.join("book"), &mut chapters);
+    let started = Instant::now();
+    let mut checker = Checker::without_rendering(VerifyOptions::default(), Providers::default());
+    let mut contracts = 0;
+    for (path, text) in &chapters {
+        contracts += checker.chapter(path, text).expect("checks").contracts.len();
+    }
+    (started.elapsed(), contracts)
+}
+
+fn collect(dir: &Path, out: &mut Vec<(String, String)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            out.push((path.display().to_string(), text));
+        }
+    }
+}
+
+/// The best of `runs` wall times of a command in `dir`.
+fn best_of(runs: usize, dir: &Path, program: &Path, args: &[&str]) -> Option<Duration> {
+    (0..runs)
+        .filter_map(|_| {
+            let started = Instant::now();
+            let status = std::process::Command::new(program)
+                .args(args)
+                .current_dir(dir)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .ok()?;
+            status.success().then(|| started.elapsed())
+        })
+        .min()
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    println!(
+        "machine: {cpu}, {} threads available",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let generated = generated_book();
+    println!(
+        "generated book, 200 contracts, cold: {:.1} ms total, {:.2} ms per contract",
+        generated.as_secs_f64() * 1e3,
+        generated.as_secs_f64() * 1e3 / 200.0
+    );
+    let (book, contracts) = this_book(&root);
+    println!(
+        "this repository's book, check without rendering: {:.1} ms ({contracts} contracts)",
+        book.as_secs_f64() * 1e3
+    );
+    let (Some(mdbook), Some(fkc)) = (std::env::var_os("MDBOOK"), std::env::var_os("MDBOOK_FKC"))
+    else {
+        println!("(set MDBOOK and MDBOOK_FKC to time the builds side by side)");
+        return;
+    };
+    let plain = std::env::temp_dir().join("fkc-bench-plain");
+    let _ = std::fs::remove_dir_all(&plain);
+    let copied = std::fs::create_dir_all(plain.join("book")).is_ok()
+        && std::process::Command::new("cp")
+            .args(["-r", "book"])
+            .arg(&plain)
+            .current_dir(&root)
+            .status()
+            .is_ok_and(|s| s.success())
+        && std::fs::write(
+            plain.join("book.toml"),
+            "[book]\ntitle = \"t\"\nsrc = \"book\"\n[build]\nbuild-dir = \"build\"\n",
+        )
+        .is_ok();
+    if !copied {
+        println!("(cannot copy the book for the plain build)");
+        return;
+    }
+    let plain_build = best_of(5, &plain, Path::new(&mdbook), &["build"]);
+    let fkc_build = best_of(5, &root, Path::new(&fkc), &["build"]);
+    if let (Some(plain_build), Some(fkc_build)) = (plain_build, fkc_build) {
+        println!(
+            "plain mdbook build: {:.0} ms; mdbook-fkc build: {:.0} ms; ratio {:.2}x (best of 5 each)",
+            plain_build.as_secs_f64() * 1e3,
+            fkc_build.as_secs_f64() * 1e3,
+            fkc_build.as_secs_f64() / plain_build.as_secs_f64()
+        );
+    }
+}
