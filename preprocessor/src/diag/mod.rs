@@ -143,6 +143,17 @@ pub fn did_you_mean<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    // Swapped characters first (`F46` is `F64`, not the closer-looking `F16`): a candidate with
+    // the very same characters is the one meant.
+    let letters = |word: &str| {
+        let mut chars: Vec<char> = word.to_lowercase().chars().collect();
+        chars.sort_unstable();
+        chars
+    };
+    let wanted = letters(name);
+    if let Some(anagram) = candidates.iter().find(|c| letters(c) == wanted) {
+        return Some(anagram);
+    }
     crate::expr::suggest(name, &candidates)
 }
 
@@ -156,5 +167,9 @@ mod tests {
         assert_eq!(did_you_mean("kernl", fields), Some("kernel"));
         assert_eq!(did_you_mean("registerable", fields), Some("registrable"));
         assert_eq!(did_you_mean("zzz", fields), None);
+        let dtypes = ["F32", "F64", "BF16", "F16"];
+        assert_eq!(did_you_mean("F46", dtypes), Some("F64"));
+        assert_eq!(did_you_mean("BF61", dtypes), Some("BF16"));
+        assert_eq!(did_you_mean("F23", dtypes), Some("F32"));
     }
 }
