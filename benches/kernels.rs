@@ -117,6 +117,12 @@ fn measure_clock_ghz() -> f64 {
     2.0 * N as f64 / best / 1e9
 }
 
+/// Whether a layer is selected: `KERNELS_FILTER=depthwise` (a substring of the layer name)
+/// runs, checks and times only the matching layers; unset, everything runs.
+fn wanted(name: &str) -> bool {
+    std::env::var("KERNELS_FILTER").map_or(true, |f| name.contains(f.as_str()))
+}
+
 fn report(name: &str, dtype: &str, flops: f64, time: Duration, peak: Option<f64>) {
     let ms = time.as_secs_f64() * 1e3;
     let gflops = flops / time.as_secs_f64() / 1e9;
@@ -145,6 +151,9 @@ fn peak_for<T: Element>() -> Option<f64> {
 }
 
 fn conv_case<T: Element>(name: &str, x: [usize; 4], w: [usize; 4], p: Conv2dParams) -> BenchResult {
+    if !wanted(name) {
+        return Ok(());
+    }
     let (xt, wt) = (tensor::<T>(&x, 1)?, tensor::<T>(&w, 2)?);
     let out = p.out_dims(&x, &w)?;
     let flops = 2.0 * (out.iter().product::<usize>() * w[1] * w[2] * w[3]) as f64;
@@ -169,6 +178,9 @@ fn conv_t_case<T: Element>(
     w: [usize; 4],
     p: ConvTranspose2dParams,
 ) -> BenchResult {
+    if !wanted(name) {
+        return Ok(());
+    }
     let (xt, wt) = (tensor::<T>(&x, 3)?, tensor::<T>(&w, 4)?);
     let flops = 2.0 * (x.iter().product::<usize>() * w[1] * w[2] * w[3]) as f64;
     let threads = THREADS.with(|t| t.get());
@@ -186,6 +198,9 @@ fn conv_t_case<T: Element>(
 }
 
 fn pool_case<T: Element>(name: &str, x: [usize; 4], p: MaxPool2dParams) -> BenchResult {
+    if !wanted(name) {
+        return Ok(());
+    }
     if THREADS.with(|t| t.get()) > 1 {
         // max_pool2d has no threaded variant.
         return Ok(());
@@ -307,10 +322,19 @@ fn main() -> BenchResult {
             2 => verify_bitwise::<bf16>(c, t),
             _ => verify_bitwise::<f16>(c, t),
         };
-        run(resnet_case, false)?;
-        run(depthwise_case, false)?;
-        run(conv_t_case, true)?;
+        if wanted("conv2d ResNet") {
+            run(resnet_case, false)?;
+        }
+        if wanted("conv2d depthwise") {
+            run(depthwise_case, false)?;
+        }
+        if wanted("conv_transpose2d") {
+            run(conv_t_case, true)?;
+        }
         let xp = [1, 64, 112, 112];
+        if !wanted("max_pool2d") {
+            return Ok(());
+        }
         match d {
             0 => verify_pool::<f32>(xp, pool_params),
             1 => verify_pool::<f64>(xp, pool_params),

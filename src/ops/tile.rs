@@ -153,6 +153,7 @@ impl Fast for f16 {
 }
 
 type Acc<E> = <<E as Fast>::R as Rounding>::A;
+type Vector<E, S> = <Acc<E> as Lane>::V<S>;
 
 /// Runs the gather convolution if `T` is one of the four fast types, else `None` (the caller
 /// then runs its plain loops). Also `None` when the padded buffer would be unreasonably large.
@@ -196,25 +197,22 @@ pub(crate) fn run<T: Element>(
     }
 }
 
-/// The padded, phase-split input `[N, Cin, H, phases, row_len]` in accumulator precision.
-fn padded_input<E: Fast>(g: &Gather, x: &[E], row_len: usize) -> Option<Vec<Acc<E>>> {
-    let rows = g
-        .batch
-        .checked_mul(g.in_channels)?
-        .checked_mul(g.height)?
-        .checked_mul(g.phases)?;
-    let len = rows.checked_mul(row_len)?;
-    let limit = x
-        .len()
-        .checked_mul(MAX_BUFFER_GROWTH)?
-        .checked_add(1 << 20)?;
-    if len > limit {
-        return None;
-    }
-    let mut buf = crate::shape::zeroed_vec::<Acc<E>>(len).ok()?;
-    let in_rows = x.chunks_exact(g.width);
-    let out_rows = buf.chunks_exact_mut(g.phases * row_len);
+/// Pads and phase-splits consecutive input rows `src` (each `width` long) into `dst` rows of
+/// `phases · row_len` elements, in accumulator precision. Padding positions are left as they
+/// are: every tap that would read one is masked out.
+fn pad_rows<E: Fast>(g: &Gather, src: &[E], dst: &mut [Acc<E>], row_len: usize) {
+    let in_rows = src.chunks_exact(g.width);
+    let out_rows = dst.chunks_exact_mut(g.phases * row_len);
     for (src, dst) in in_rows.zip(out_rows) {
+        if g.phases == 1 {
+            // One phase: a straight (vectorisable) copy at offset `left`.
+            if let Some(dst_row) = dst.get_mut(g.left..) {
+                for (d, &v) in dst_row.iter_mut().zip(src) {
+                    *d = v.widen();
+                }
+            }
+            continue;
+        }
         // Input column iw lands in phase (iw + left) % phases at index (iw + left) / phases:
         // walk each phase's columns with a step instead of dividing per element.
         for p in 0..g.phases {
@@ -231,7 +229,6 @@ fn padded_input<E: Fast>(g: &Gather, x: &[E], row_len: usize) -> Option<Vec<Acc<
             }
         }
     }
-    Some(buf)
 }
 
 /// The weights as `[Cout, Cin/groups, Kh, Kw]` in accumulator precision.
@@ -272,7 +269,27 @@ fn run_typed<E: Fast>(
     threads: usize,
 ) -> Option<Vec<E>> {
     let row_len = g.row_len()?;
-    let xbuf = padded_input(g, x, row_len)?;
+    // Each thread pads one group of input channels of one image at a time into its scratch.
+    let group_plane = g.group_in().checked_mul(g.height)?;
+    let scratch_len = group_plane.checked_mul(g.phases)?.checked_mul(row_len)?;
+    let limit = group_plane
+        .checked_mul(g.width)?
+        .checked_mul(MAX_BUFFER_GROWTH)?
+        .checked_add(1 << 20)?;
+    if scratch_len > limit {
+        return None;
+    }
+    // The half types pad the whole input once, up front, and share it between threads.
+    let whole = if E::R::HEAVY {
+        let rows = g.batch.checked_mul(g.in_channels)?.checked_mul(g.height)?;
+        let len = rows.checked_mul(g.phases)?.checked_mul(row_len)?;
+        let mut buf = crate::shape::zeroed_vec::<Acc<E>>(len).ok()?;
+        pad_rows(g, x, &mut buf, row_len);
+        Some(buf)
+    } else {
+        None
+    };
+    let scratch_len = if whole.is_some() { 0 } else { scratch_len };
     let weights = packed_weights(g, w);
     let bias: Option<Vec<Acc<E>>> = bias.map(|b| b.iter().map(|&v| v.widen()).collect());
     let plane = g.out_height * g.out_width;
@@ -300,24 +317,34 @@ fn run_typed<E: Fast>(
     }
     let job = Job {
         g,
-        xbuf: &xbuf,
+        x,
         row_len,
+        whole: whole.as_deref(),
         weights: &weights,
         bias: bias.as_deref(),
     };
     let threads = threads.clamp(1, items.len().max(1));
-    if threads == 1 {
-        Arch::new().dispatch(Work::<E::R> {
+    let per = items.len().div_ceil(threads);
+    let mut scratches = Vec::with_capacity(threads);
+    for _ in items.chunks(per) {
+        scratches.push(crate::shape::zeroed_vec::<Acc<E>>(scratch_len).ok()?);
+    }
+    if let [scratch] = scratches.as_mut_slice() {
+        Arch::new().dispatch(Work::<E> {
             job: &job,
             items: &mut items,
+            scratch,
         });
     } else {
-        let per = items.len().div_ceil(threads);
         std::thread::scope(|scope| {
-            for chunk in items.chunks_mut(per) {
+            for (chunk, scratch) in items.chunks_mut(per).zip(&mut scratches) {
                 let job = &job;
                 scope.spawn(move || {
-                    Arch::new().dispatch(Work::<E::R> { job, items: chunk });
+                    Arch::new().dispatch(Work::<E> {
+                        job,
+                        items: chunk,
+                        scratch,
+                    });
                 });
             }
         });
@@ -343,27 +370,43 @@ fn max_channel_tile<R: Rounding>() -> usize {
     if R::HEAVY { 1 } else { 4 }
 }
 
-struct Job<'a, A> {
+/// Output rows per register tile when the tile has one channel (depthwise layers, odd
+/// channel counts): [`MAX_ROWS`] for f32/f64, so that the tile still holds enough
+/// independent sums and each input vector loaded serves every output row it reaches.
+fn row_tile<R: Rounding>(channels: usize) -> usize {
+    if channels == 1 && !R::HEAVY {
+        MAX_ROWS
+    } else {
+        1
+    }
+}
+
+struct Job<'a, E: Fast> {
     g: &'a Gather,
-    xbuf: &'a [A],
+    x: &'a [E],
     row_len: usize,
-    weights: &'a [A],
-    bias: Option<&'a [A]>,
+    /// The whole input padded up front (`[N, Cin, H, phases, row_len]`), or `None` when each
+    /// thread pads one group of channels at a time into its scratch.
+    whole: Option<&'a [Acc<E>]>,
+    weights: &'a [Acc<E>],
+    bias: Option<&'a [Acc<E>]>,
 }
 
-struct Work<'a, 'b, 'c, R: Rounding> {
-    job: &'a Job<'a, R::A>,
-    items: &'b mut [Item<'c, R::A>],
+struct Work<'a, 'b, 'c, E: Fast> {
+    job: &'a Job<'a, E>,
+    items: &'b mut [Item<'c, Acc<E>>],
+    /// The padded input of one group of channels: `[Cin/groups, H, phases, row_len]`.
+    scratch: &'b mut [Acc<E>],
 }
 
-impl<R: Rounding> WithSimd for Work<'_, '_, '_, R> {
+impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, s: S) {
         let job = self.job;
         let g = job.g;
-        let lanes = R::A::lanes::<S>();
+        let lanes = <Acc<E>>::lanes::<S>();
         let max_nv = if S::REGISTER_COUNT >= 32 { 4 } else { 2 };
         // Per phase: the vectors per tile and, per tile, per tap, per vector, the lane mask.
         let mut shapes = Vec::with_capacity(g.cols.len());
@@ -385,106 +428,277 @@ impl<R: Rounding> WithSimd for Work<'_, '_, '_, R> {
                         let jb = j0 + v * lanes;
                         let start = tap.valid.start.saturating_sub(jb);
                         let end = tap.valid.end.saturating_sub(jb);
-                        masks.push(R::A::mask_between(s, start, end));
+                        masks.push(<Acc<E>>::mask_between(s, start, end));
                     }
                 }
             }
             shapes.push((nv, offset));
         }
+        let in_plane = g.height * g.width;
+        let group_in = g.group_in();
+        let mut padded: Option<(usize, usize)> = None;
+        let mut plan = Vec::new();
         for item in self.items.iter_mut() {
-            for oh in 0..g.out_height {
+            // The item's group of input channels, padded once per (image, group).
+            let cin0 = (item.co0 / g.group_out()) * group_in;
+            if job.whole.is_none() && padded != Some((item.image, cin0)) {
+                let first = (item.image * g.in_channels + cin0) * in_plane;
+                let src = &job.x[first..][..group_in * in_plane];
+                pad_rows(g, src, self.scratch, job.row_len);
+                padded = Some((item.image, cin0));
+            }
+            let rows_per_tile = row_tile::<E::R>(item.count);
+            let mut oh = 0;
+            while oh < g.out_height {
+                let mut nr = rows_per_tile.min(g.out_height - oh);
+                if nr != rows_per_tile || !row_plan(g, oh, nr, &mut plan) {
+                    nr = 1;
+                    row_plan(g, oh, nr, &mut plan);
+                }
                 for (phase, &(nv, offset)) in g.cols.iter().zip(&shapes) {
                     let ctx = RowCtx {
                         s,
                         job,
+                        xbuf: job.whole.unwrap_or(self.scratch),
+                        channel0: if job.whole.is_some() {
+                            item.image * g.in_channels + cin0
+                        } else {
+                            0
+                        },
                         phase,
                         masks: &masks[offset..],
                         oh,
+                        plan: &plan,
                         lanes,
                     };
-                    match (item.count, nv) {
-                        (4, 4) => ctx.tiles::<R, 4, 4>(item),
-                        (4, 2) => ctx.tiles::<R, 4, 2>(item),
-                        (4, _) => ctx.tiles::<R, 4, 1>(item),
-                        (_, 4) => ctx.tiles::<R, 1, 4>(item),
-                        (_, 2) => ctx.tiles::<R, 1, 2>(item),
-                        _ => ctx.tiles::<R, 1, 1>(item),
+                    match (item.count, nr, nv) {
+                        (4, _, 4) => ctx.tiles::<E::R, 4, 1, 4>(item),
+                        (4, _, 2) => ctx.tiles::<E::R, 4, 1, 2>(item),
+                        (4, _, _) => ctx.tiles::<E::R, 4, 1, 1>(item),
+                        (_, 4, 4) => ctx.tiles::<E::R, 1, 4, 4>(item),
+                        (_, 4, 2) => ctx.tiles::<E::R, 1, 4, 2>(item),
+                        (_, 4, _) => ctx.tiles::<E::R, 1, 4, 1>(item),
+                        (_, _, 4) => ctx.one_row::<E::R, 4>(item),
+                        (_, _, 2) => ctx.one_row::<E::R, 2>(item),
+                        _ => ctx.one_row::<E::R, 1>(item),
                     }
                 }
+                oh += nr;
             }
         }
     }
 }
 
-struct RowCtx<'a, S: Simd, A: Lane> {
+struct RowCtx<'a, S: Simd, E: Fast> {
     s: S,
-    job: &'a Job<'a, A>,
+    job: &'a Job<'a, E>,
+    /// The padded input of the item's group of channels.
+    xbuf: &'a [Acc<E>],
+    /// The channel of `xbuf` that holds the item's first input channel.
+    channel0: usize,
     phase: &'a ColPhase,
-    masks: &'a [A::M<S>],
+    masks: &'a [<Acc<E> as Lane>::M<S>],
     oh: usize,
+    /// The kernel rows of output rows `oh..oh + NR` and the input rows they read (see
+    /// [`row_plan`]).
+    plan: &'a [PlanRow],
     lanes: usize,
 }
 
-impl<S: Simd, A: Lane> RowCtx<'_, S, A> {
-    /// Every tile of output row `oh` of one column phase, for the item's `CT` channels.
+/// Most output rows per register tile.
+const MAX_ROWS: usize = 4;
+
+/// A kernel row `kh` and, per output row of the tile, the input row `ih` it reads there.
+type PlanRow = (usize, [usize; MAX_ROWS]);
+
+/// The kernel rows of output rows `oh..oh + nr`, into `plan`, each output row's in its own
+/// summation order. A tile of several rows needs every row to take the same kernel rows in
+/// the same order (true away from the top and bottom padding); returns `false` when they do
+/// not, and a one-row tile is used instead.
+fn row_plan(g: &Gather, oh: usize, nr: usize, plan: &mut Vec<PlanRow>) -> bool {
+    plan.clear();
+    let rows = &g.rows[oh..oh + nr];
+    let first = &rows[0];
+    let same = |row: &Vec<(usize, usize)>| {
+        row.len() == first.len() && row.iter().zip(first).all(|(a, b)| a.0 == b.0)
+    };
+    if !rows.iter().all(same) {
+        return false;
+    }
+    for (j, &(kh, _)) in first.iter().enumerate() {
+        let mut ihs = [0; MAX_ROWS];
+        for (ih, row) in ihs.iter_mut().zip(rows) {
+            *ih = row[j].1;
+        }
+        plan.push((kh, ihs));
+    }
+    true
+}
+
+impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
+    /// One tap's terms for one output row of the tile (`CT × NV` sums): input vectors from
+    /// `xbuf[base..]`, lane masks `m`, weight index `k` within each channel's taps.
     #[inline(always)]
-    fn tiles<R: Rounding<A = A>, const CT: usize, const NV: usize>(&self, item: &mut Item<'_, A>) {
+    fn add_row<R: Rounding<A = Acc<E>>, const CT: usize, const NV: usize>(
+        &self,
+        acc_r: &mut [[Vector<E, S>; NV]; CT],
+        base: usize,
+        m: &[<Acc<E> as Lane>::M<S>],
+        w_ci: &[Acc<E>],
+        k: usize,
+    ) {
+        let (s, lanes) = (self.s, self.lanes);
+        let g = self.job.g;
+        let src = &self.xbuf[base..][..NV * lanes];
+        let zero = <Acc<E>>::splat(s, Default::default());
+        let mut xs = [zero; NV];
+        for (v, xv) in xs.iter_mut().enumerate() {
+            *xv = <Acc<E>>::load::<S>(&src[v * lanes..]);
+        }
+        let stride = g.group_in() * g.kernel_height * g.kernel_width;
+        for (c, acc_c) in acc_r.iter_mut().enumerate() {
+            let w = <Acc<E>>::splat(s, w_ci[c * stride + k]);
+            for v in 0..NV {
+                let old = acc_c[v];
+                let new = R::term(s, old, xs[v], w);
+                acc_c[v] = <Acc<E>>::select(s, m[v], new, old);
+            }
+        }
+    }
+
+    /// Every tile of output row `oh` of one column phase for a one-channel item (the half
+    /// types, and the rows a several-row tile leaves over): `NV` vectors of sums.
+    #[inline(always)]
+    fn one_row<R: Rounding<A = Acc<E>>, const NV: usize>(&self, item: &mut Item<'_, Acc<E>>) {
         let (s, job, phase, lanes) = (self.s, self.job, self.phase, self.lanes);
         let g = job.g;
         let taps = g.kernel_height * g.kernel_width;
         let group_in = g.group_in();
-        let cin0 = (item.co0 / g.group_out()) * group_in;
-        let plane = g.out_height * g.out_width;
         let span = NV * lanes;
         let ntaps = phase.taps.len();
         let row_taps = &g.rows[self.oh];
-        let zero = A::splat(s, A::default());
-        let image_base = item.image * g.in_channels;
+        let zero = <Acc<E>>::splat(s, Default::default());
         for (t, j0) in (0..phase.count).step_by(span).enumerate() {
             let tile_masks = &self.masks[t * ntaps * NV..][..ntaps * NV];
-            let mut acc = [[zero; NV]; CT];
+            let mut acc = [zero; NV];
             for ci in 0..group_in {
                 let w_ci = &job.weights[(item.co0 * group_in + ci) * taps..];
                 for &(kh, ih) in row_taps {
-                    let row0 = ((image_base + cin0 + ci) * g.height + ih) * g.phases;
+                    let row0 = ((self.channel0 + ci) * g.height + ih) * g.phases;
                     for (tap, m) in phase.taps.iter().zip(tile_masks.chunks_exact(NV)) {
                         let base = (row0 + tap.phase) * job.row_len + tap.start + j0;
-                        let src = &job.xbuf[base..][..span];
+                        let src = &self.xbuf[base..][..span];
                         let mut xs = [zero; NV];
                         for (v, xv) in xs.iter_mut().enumerate() {
-                            *xv = A::load::<S>(&src[v * lanes..]);
+                            *xv = <Acc<E>>::load::<S>(&src[v * lanes..]);
                         }
                         let k = kh * g.kernel_width + tap.kw;
-                        for (c, acc_c) in acc.iter_mut().enumerate() {
-                            let w = A::splat(s, w_ci[c * group_in * taps + k]);
-                            for v in 0..NV {
-                                let a = acc_c[v];
-                                acc_c[v] = A::select(s, m[v], R::term(s, a, xs[v], w), a);
-                            }
+                        let w = <Acc<E>>::splat(s, w_ci[k]);
+                        for v in 0..NV {
+                            let a = acc[v];
+                            acc[v] = <Acc<E>>::select(s, m[v], R::term(s, a, xs[v], w), a);
                         }
                     }
                 }
             }
-            for (c, acc_c) in acc.iter().enumerate() {
-                let co = item.co0 + c;
-                let out_row = &mut item.out[c * plane + self.oh * g.out_width..][..g.out_width];
-                for (v, &a) in acc_c.iter().enumerate() {
-                    let jb = j0 + v * lanes;
-                    if jb >= phase.count {
-                        break;
+            let co = item.co0;
+            let out_row = &mut item.out[self.oh * g.out_width..][..g.out_width];
+            for (v, &a) in acc.iter().enumerate() {
+                let jb = j0 + v * lanes;
+                if jb >= phase.count {
+                    break;
+                }
+                let val = match job.bias {
+                    Some(b) => R::plus(s, a, <Acc<E>>::splat(s, b[co])),
+                    None => a,
+                };
+                let n = (phase.count - jb).min(lanes);
+                if g.out_step == 1 {
+                    <Acc<E>>::store(s, &mut out_row[phase.out_base + jb..][..n], val);
+                } else {
+                    let mut tmp = [<Acc<E>>::default(); 64];
+                    <Acc<E>>::store(s, &mut tmp[..lanes], val);
+                    for (i, &t) in tmp[..n].iter().enumerate() {
+                        out_row[phase.out_base + (jb + i) * g.out_step] = t;
                     }
-                    let val = match job.bias {
-                        Some(b) => R::plus(s, a, A::splat(s, b[co])),
-                        None => a,
-                    };
-                    let n = (phase.count - jb).min(lanes);
-                    if g.out_step == 1 {
-                        A::store(s, &mut out_row[phase.out_base + jb..][..n], val);
-                    } else {
-                        let mut tmp = [A::default(); 64];
-                        A::store(s, &mut tmp[..lanes], val);
-                        for (i, &t) in tmp[..n].iter().enumerate() {
-                            out_row[phase.out_base + (jb + i) * g.out_step] = t;
+                }
+            }
+        }
+    }
+
+    /// Every tile of output rows `oh..oh + NR` of one column phase, for the item's `CT`
+    /// channels: `CT × NR × NV` vectors of sums held through the whole reduction. Each sum
+    /// still takes its terms in the documented order (input channel, kernel row, kernel
+    /// column); the tile only interleaves independent sums.
+    #[inline(always)]
+    fn tiles<R: Rounding<A = Acc<E>>, const CT: usize, const NR: usize, const NV: usize>(
+        &self,
+        item: &mut Item<'_, Acc<E>>,
+    ) {
+        let (s, job, phase, lanes) = (self.s, self.job, self.phase, self.lanes);
+        let g = job.g;
+        let taps = g.kernel_height * g.kernel_width;
+        let group_in = g.group_in();
+        let plane = g.out_height * g.out_width;
+        let span = NV * lanes;
+        let ntaps = phase.taps.len();
+        let zero = <Acc<E>>::splat(s, Default::default());
+        for (t, j0) in (0..phase.count).step_by(span).enumerate() {
+            let tile_masks = &self.masks[t * ntaps * NV..][..ntaps * NV];
+            let mut acc = [[[zero; NV]; CT]; NR];
+            for ci in 0..group_in {
+                let w_ci = &job.weights[(item.co0 * group_in + ci) * taps..];
+                for &(kh, ihs) in self.plan {
+                    for (tap, m) in phase.taps.iter().zip(tile_masks.chunks_exact(NV)) {
+                        let k = kh * g.kernel_width + tap.kw;
+                        let at = |ih: usize| {
+                            (((self.channel0 + ci) * g.height + ih) * g.phases + tap.phase)
+                                * job.row_len
+                                + tap.start
+                                + j0
+                        };
+                        // One call per output row with a constant index, so that every sum
+                        // of the tile stays in a register (a loop over the rows would leave
+                        // them in memory); rows beyond NR are no-ops.
+                        let [i0, i1, i2, i3] = ihs.map(at);
+                        if let Some(acc_r) = acc.get_mut(0) {
+                            self.add_row::<R, CT, NV>(acc_r, i0, m, w_ci, k);
+                        }
+                        if let Some(acc_r) = acc.get_mut(1) {
+                            self.add_row::<R, CT, NV>(acc_r, i1, m, w_ci, k);
+                        }
+                        if let Some(acc_r) = acc.get_mut(2) {
+                            self.add_row::<R, CT, NV>(acc_r, i2, m, w_ci, k);
+                        }
+                        if let Some(acc_r) = acc.get_mut(3) {
+                            self.add_row::<R, CT, NV>(acc_r, i3, m, w_ci, k);
+                        }
+                    }
+                }
+            }
+            for (r, acc_r) in acc.iter().enumerate() {
+                for (c, acc_c) in acc_r.iter().enumerate() {
+                    let co = item.co0 + c;
+                    let oh = self.oh + r;
+                    let out_row = &mut item.out[c * plane + oh * g.out_width..][..g.out_width];
+                    for (v, &a) in acc_c.iter().enumerate() {
+                        let jb = j0 + v * lanes;
+                        if jb >= phase.count {
+                            break;
+                        }
+                        let val = match job.bias {
+                            Some(b) => R::plus(s, a, <Acc<E>>::splat(s, b[co])),
+                            None => a,
+                        };
+                        let n = (phase.count - jb).min(lanes);
+                        if g.out_step == 1 {
+                            <Acc<E>>::store(s, &mut out_row[phase.out_base + jb..][..n], val);
+                        } else {
+                            let mut tmp = [<Acc<E>>::default(); 64];
+                            <Acc<E>>::store(s, &mut tmp[..lanes], val);
+                            for (i, &t) in tmp[..n].iter().enumerate() {
+                                out_row[phase.out_base + (jb + i) * g.out_step] = t;
+                            }
                         }
                     }
                 }
