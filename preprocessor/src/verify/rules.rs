@@ -2,6 +2,7 @@
 
 use super::Gate;
 use super::sample::Sample;
+use crate::contract::resolved::ShapeRule;
 use crate::diag::Code;
 use crate::providers::Kernel;
 use fkc_provider::DType;
@@ -46,10 +47,14 @@ impl Gate<'_> {
                 .map(|d| i64::try_from(*d).unwrap_or(-1))
                 .collect();
             if actual != expected {
+                let differs = actual.iter().zip(&expected).position(|(a, e)| a != e);
                 let span = output
                     .shape_rule
                     .as_ref()
-                    .map_or(output.name.span.clone(), |r| r.span.clone());
+                    .map_or(output.name.span.clone(), |rule| {
+                        self.dimension_span(index, differs, rule)
+                            .unwrap_or_else(|| rule.span.clone())
+                    });
                 let diagnostic = self.error(
                     Code::ShapeRuleViolated,
                     span,
@@ -95,5 +100,25 @@ impl Gate<'_> {
         }
         let allocated = outputs.iter().map(|(_, _, bytes)| bytes).sum();
         self.cost_holds(sample, dtype, predicted, allocated, kernel)
+    }
+
+    /// The file span of the `from_params` argument that gives dimension `dim` of output
+    /// `output`, when the rule is written that way and the text can be located exactly.
+    fn dimension_span(
+        &self,
+        output: usize,
+        dim: Option<usize>,
+        rule: &crate::contract::schema::Located<String>,
+    ) -> Option<std::ops::Range<usize>> {
+        let resolved = self.domain.contract.outputs.get(output)?;
+        let Some(ShapeRule::FromParams(dims)) = &resolved.shape else {
+            return None;
+        };
+        let (_, expr) = dims.get(dim?)?;
+        let written = self.source.slice(rule.span.clone());
+        let quote = usize::from(written.starts_with('"') || written.starts_with('\''));
+        let start = rule.span.start + quote;
+        let exact = self.source.slice(start..start + rule.value.len()) == rule.value;
+        exact.then(|| start + expr.span.start..start + expr.span.end)
     }
 }
