@@ -87,7 +87,7 @@ impl Gate<'_> {
             };
             idle = if progress { 0 } else { idle + 1 };
             let full = admitted.len() >= options.samples;
-            if (full && breaking.len() >= constraints * quota) || (full && idle > IDLE_ATTEMPTS) {
+            if full && (breaking.len() >= constraints * quota || idle > IDLE_ATTEMPTS) {
                 break;
             }
         }
