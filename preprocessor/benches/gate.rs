@@ -3,6 +3,8 @@
 //! plain `mdbook build` of the same Markdown without the preprocessor and `mdbook-fkc build`,
 //! side by side in the same run. `cargo bench -p mdbook-fkc --bench gate`.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use mdbook_fkc::{Checker, Providers, VerifyOptions};
 use std::path::Path;
 use std::time::{Duration, Instant};
