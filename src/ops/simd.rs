@@ -69,116 +69,119 @@ fn bound(v: usize, lanes: usize) -> usize {
     v.min(lanes)
 }
 
-impl Lane for f32 {
-    type V<S: Simd> = S::f32s;
-    type M<S: Simd> = S::m32s;
-    #[inline(always)]
-    fn lanes<S: Simd>() -> usize {
-        S::F32_LANES
-    }
-    #[inline(always)]
-    fn splat<S: Simd>(s: S, v: f32) -> S::f32s {
-        s.splat_f32s(v)
-    }
-    #[inline(always)]
-    fn load<S: Simd>(src: &[f32]) -> S::f32s {
-        S::as_simd_f32s(&src[..S::F32_LANES]).0[0]
-    }
-    #[inline(always)]
-    fn store<S: Simd>(s: S, dst: &mut [f32], v: S::f32s) {
-        if dst.len() >= S::F32_LANES {
-            S::as_mut_simd_f32s(&mut dst[..S::F32_LANES]).0[0] = v;
-        } else {
-            s.partial_store_f32s(dst, v);
+/// The [`Lane`] implementation of one element type, written once for `f32` and `f64`: the
+/// `pulp` vector and mask types, the lane count, and the lane-index table for masks.
+macro_rules! impl_lane {
+    ($t:ty, $uint:ty, $iota:ident, $lanes:ident,
+     v = $v:ident, m = $m:ident, u = $u:ident,
+     splat = $splat:ident, as_simd = $as_simd:ident, as_mut_simd = $as_mut_simd:ident,
+     partial_store = $partial_store:ident, add = $add:ident, mul = $mul:ident,
+     select = $select:ident, as_simd_u = $as_simd_u:ident, splat_u = $splat_u:ident,
+     ge_u = $ge_u:ident, lt_u = $lt_u:ident, and_m = $and_m:ident, or_m = $or_m:ident,
+     not_m = $not_m:ident, gt = $gt:ident, eq = $eq:ident) => {
+        impl Lane for $t {
+            type V<S: Simd> = S::$v;
+            type M<S: Simd> = S::$m;
+            #[inline(always)]
+            fn lanes<S: Simd>() -> usize {
+                S::$lanes
+            }
+            #[inline(always)]
+            fn splat<S: Simd>(s: S, v: $t) -> S::$v {
+                s.$splat(v)
+            }
+            #[inline(always)]
+            fn load<S: Simd>(src: &[$t]) -> S::$v {
+                S::$as_simd(&src[..S::$lanes]).0[0]
+            }
+            #[inline(always)]
+            fn store<S: Simd>(s: S, dst: &mut [$t], v: S::$v) {
+                if dst.len() >= S::$lanes {
+                    S::$as_mut_simd(&mut dst[..S::$lanes]).0[0] = v;
+                } else {
+                    s.$partial_store(dst, v);
+                }
+            }
+            #[inline(always)]
+            fn add<S: Simd>(s: S, a: S::$v, b: S::$v) -> S::$v {
+                s.$add(a, b)
+            }
+            #[inline(always)]
+            fn mul<S: Simd>(s: S, a: S::$v, b: S::$v) -> S::$v {
+                s.$mul(a, b)
+            }
+            #[inline(always)]
+            fn select<S: Simd>(s: S, m: S::$m, t: S::$v, f: S::$v) -> S::$v {
+                s.$select(m, t, f)
+            }
+            #[inline(always)]
+            fn mask_between<S: Simd>(s: S, start: usize, end: usize) -> S::$m {
+                let lanes = S::$lanes;
+                // Both bounds are at most `lanes` (≤ 64), so they fit in the lane integer.
+                let (a, b) = (bound(start, lanes) as $uint, bound(end, lanes) as $uint);
+                let iota = S::$as_simd_u(&$iota[..lanes]).0[0];
+                s.$and_m(s.$ge_u(iota, s.$splat_u(a)), s.$lt_u(iota, s.$splat_u(b)))
+            }
+            #[inline(always)]
+            fn max_step<S: Simd>(s: S, running: S::$v, v: S::$v) -> S::$v {
+                let take = s.$or_m(s.$gt(v, running), s.$not_m(s.$eq(running, running)));
+                s.$select(take, v, running)
+            }
         }
-    }
-    #[inline(always)]
-    fn add<S: Simd>(s: S, a: S::f32s, b: S::f32s) -> S::f32s {
-        s.add_f32s(a, b)
-    }
-    #[inline(always)]
-    fn mul<S: Simd>(s: S, a: S::f32s, b: S::f32s) -> S::f32s {
-        s.mul_f32s(a, b)
-    }
-    #[inline(always)]
-    fn select<S: Simd>(s: S, m: S::m32s, t: S::f32s, f: S::f32s) -> S::f32s {
-        s.select_f32s(m, t, f)
-    }
-    #[inline(always)]
-    fn mask_between<S: Simd>(s: S, start: usize, end: usize) -> S::m32s {
-        let lanes = S::F32_LANES;
-        // Both bounds are at most `lanes` (≤ 64), so they fit in u32.
-        let (a, b) = (bound(start, lanes) as u32, bound(end, lanes) as u32);
-        let iota = S::as_simd_u32s(&IOTA32[..lanes]).0[0];
-        s.and_m32s(
-            s.greater_than_or_equal_u32s(iota, s.splat_u32s(a)),
-            s.less_than_u32s(iota, s.splat_u32s(b)),
-        )
-    }
-    #[inline(always)]
-    fn max_step<S: Simd>(s: S, running: S::f32s, v: S::f32s) -> S::f32s {
-        let take = s.or_m32s(
-            s.greater_than_f32s(v, running),
-            s.not_m32s(s.equal_f32s(running, running)),
-        );
-        s.select_f32s(take, v, running)
-    }
+    };
 }
 
-impl Lane for f64 {
-    type V<S: Simd> = S::f64s;
-    type M<S: Simd> = S::m64s;
-    #[inline(always)]
-    fn lanes<S: Simd>() -> usize {
-        S::F64_LANES
-    }
-    #[inline(always)]
-    fn splat<S: Simd>(s: S, v: f64) -> S::f64s {
-        s.splat_f64s(v)
-    }
-    #[inline(always)]
-    fn load<S: Simd>(src: &[f64]) -> S::f64s {
-        S::as_simd_f64s(&src[..S::F64_LANES]).0[0]
-    }
-    #[inline(always)]
-    fn store<S: Simd>(s: S, dst: &mut [f64], v: S::f64s) {
-        if dst.len() >= S::F64_LANES {
-            S::as_mut_simd_f64s(&mut dst[..S::F64_LANES]).0[0] = v;
-        } else {
-            s.partial_store_f64s(dst, v);
-        }
-    }
-    #[inline(always)]
-    fn add<S: Simd>(s: S, a: S::f64s, b: S::f64s) -> S::f64s {
-        s.add_f64s(a, b)
-    }
-    #[inline(always)]
-    fn mul<S: Simd>(s: S, a: S::f64s, b: S::f64s) -> S::f64s {
-        s.mul_f64s(a, b)
-    }
-    #[inline(always)]
-    fn select<S: Simd>(s: S, m: S::m64s, t: S::f64s, f: S::f64s) -> S::f64s {
-        s.select_f64s(m, t, f)
-    }
-    #[inline(always)]
-    fn mask_between<S: Simd>(s: S, start: usize, end: usize) -> S::m64s {
-        let lanes = S::F64_LANES;
-        let (a, b) = (bound(start, lanes) as u64, bound(end, lanes) as u64);
-        let iota = S::as_simd_u64s(&IOTA64[..lanes]).0[0];
-        s.and_m64s(
-            s.greater_than_or_equal_u64s(iota, s.splat_u64s(a)),
-            s.less_than_u64s(iota, s.splat_u64s(b)),
-        )
-    }
-    #[inline(always)]
-    fn max_step<S: Simd>(s: S, running: S::f64s, v: S::f64s) -> S::f64s {
-        let take = s.or_m64s(
-            s.greater_than_f64s(v, running),
-            s.not_m64s(s.equal_f64s(running, running)),
-        );
-        s.select_f64s(take, v, running)
-    }
-}
+impl_lane!(
+    f32,
+    u32,
+    IOTA32,
+    F32_LANES,
+    v = f32s,
+    m = m32s,
+    u = u32s,
+    splat = splat_f32s,
+    as_simd = as_simd_f32s,
+    as_mut_simd = as_mut_simd_f32s,
+    partial_store = partial_store_f32s,
+    add = add_f32s,
+    mul = mul_f32s,
+    select = select_f32s,
+    as_simd_u = as_simd_u32s,
+    splat_u = splat_u32s,
+    ge_u = greater_than_or_equal_u32s,
+    lt_u = less_than_u32s,
+    and_m = and_m32s,
+    or_m = or_m32s,
+    not_m = not_m32s,
+    gt = greater_than_f32s,
+    eq = equal_f32s
+);
+
+impl_lane!(
+    f64,
+    u64,
+    IOTA64,
+    F64_LANES,
+    v = f64s,
+    m = m64s,
+    u = u64s,
+    splat = splat_f64s,
+    as_simd = as_simd_f64s,
+    as_mut_simd = as_mut_simd_f64s,
+    partial_store = partial_store_f64s,
+    add = add_f64s,
+    mul = mul_f64s,
+    select = select_f64s,
+    as_simd_u = as_simd_u64s,
+    splat_u = splat_u64s,
+    ge_u = greater_than_or_equal_u64s,
+    lt_u = less_than_u64s,
+    and_m = and_m64s,
+    or_m = or_m64s,
+    not_m = not_m64s,
+    gt = greater_than_f64s,
+    eq = equal_f64s
+);
 
 /// What happens after every multiply and every add: the result is rounded to the element type
 /// the contract accumulates in, held in an accumulator [`Lane`].
