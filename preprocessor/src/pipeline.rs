@@ -601,7 +601,10 @@ mod tests {
         assert!(checked.content.is_none());
         let html = rendered.content.unwrap_or_default();
         assert!(html.contains("<table"));
-        assert!(!html.contains("<tbody>\n</tbody>"), "an empty table: {html}");
+        assert!(
+            !html.contains("<tbody>\n</tbody>"),
+            "an empty table: {html}"
+        );
         assert_eq!(checked.contracts.len(), 1);
         assert_eq!(
             checked.contracts[0].evidence,
