@@ -49,6 +49,7 @@ fn a_failing_contract_is_seen_from_the_top_of_its_page_and_in_the_inventory() {
     assert!(banner < intro, "the banner is not at the top of the page");
     assert!(html.contains("<a href=\"#fkc-bad-pool\"><code>bad_pool</code></a>"));
     assert!(html.contains("<div id=\"fkc-bad-pool\">"));
+    assert!(html.contains("<a class=\"fkc-permalink\" href=\"#fkc-good-pool\""));
     assert!(html.contains("error[FKC0307]"), "one kernel, two contracts");
     assert!(
         !html.contains("contract error found"),
