@@ -64,8 +64,12 @@ impl<'r> BookChecker<'r> {
         verify: VerifyOptions,
         providers: Providers,
     ) -> Self {
+        Self::built(Some(renderer), verify, providers)
+    }
+
+    fn built(renderer: Option<&'r Renderer>, verify: VerifyOptions, providers: Providers) -> Self {
         BookChecker {
-            renderer: Some(renderer),
+            renderer,
             registry: BookRegistry::default(),
             verify,
             providers,
@@ -104,16 +108,7 @@ impl<'r> BookChecker<'r> {
 
     /// A checker that renders nothing: reports carry diagnostics and contracts, no content.
     pub fn without_rendering(verify: VerifyOptions, providers: Providers) -> BookChecker<'static> {
-        BookChecker {
-            renderer: None,
-            registry: BookRegistry::default(),
-            verify,
-            providers,
-            deny_unverified: false,
-            calibration: None,
-            diagnostics_index: None,
-            page_prefix: String::new(),
-        }
+        BookChecker::built(None, verify, providers)
     }
 
     /// Renders with `render`, or gives nothing when this checker does not render.

@@ -3,8 +3,8 @@
 //! operands whose exponents spread wide enough that any other order changes bits.
 
 use super::Gate;
-use super::oracle::{self, Input};
-use super::run::{Fill, operands, params};
+use super::oracle;
+use super::run::{Fill, operands, oracle_inputs, params};
 use super::sample::Sample;
 use crate::diag::Code;
 use crate::providers::{CallOutcome, Kernel};
@@ -41,15 +41,7 @@ impl Gate<'_> {
             let CallOutcome::Outputs(outputs) = kernel.run(&ops, &values) else {
                 continue; // the admitted-domain check reports refusals and crashes
             };
-            let inputs: Vec<Option<Input>> = ops
-                .iter()
-                .map(|o| {
-                    o.as_ref().map(|o| Input {
-                        dims: o.shape().to_vec(),
-                        values: o.storage().to_f64_vec(),
-                    })
-                })
-                .collect();
+            let inputs = oracle_inputs(&ops);
             let (Some(expected), Some(actual)) = (
                 oracle::ordered(&self.op_kind, dtype, &inputs, sample),
                 outputs.first().map(|o| o.to_f64_vec()),

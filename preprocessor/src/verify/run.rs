@@ -130,6 +130,19 @@ pub(crate) fn params(kernel: &EntryPointInfo, sample: &Sample) -> Result<ParamVa
     Ok(values)
 }
 
+/// The operands as the oracles see them: dims and values in f64 (exactly the dtype's values).
+pub(super) fn oracle_inputs(operands: &[Option<Operand>]) -> Vec<Option<Input>> {
+    operands
+        .iter()
+        .map(|operand| {
+            operand.as_ref().map(|o| Input {
+                dims: o.shape().to_vec(),
+                values: o.storage().to_f64_vec(),
+            })
+        })
+        .collect()
+}
+
 /// Runs `kernel` on `sample`; with `repeat`, runs it twice on the same operands.
 pub fn call(
     kernel: &Kernel<'_>,
@@ -168,15 +181,7 @@ pub fn call(
             .map(|t| (t.shape().to_vec(), t.dtype(), t.size_bytes()))
             .collect(),
         values: first.iter().map(AnyTensor::to_f64_vec).collect(),
-        inputs: operands
-            .iter()
-            .map(|operand| {
-                operand.as_ref().map(|o| Input {
-                    dims: o.shape().to_vec(),
-                    values: o.storage().to_f64_vec(),
-                })
-            })
-            .collect(),
+        inputs: oracle_inputs(&operands),
         repeat_identical,
     }
 }

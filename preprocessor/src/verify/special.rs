@@ -6,8 +6,8 @@
 //! overflow to ±Inf (or NaN from Inf − Inf) is the dtype's arithmetic, not an error.
 
 use super::Gate;
-use super::oracle::{self, Input, NanPolicy};
-use super::run::{Fill, operands, params};
+use super::oracle::{self, NanPolicy};
+use super::run::{Fill, operands, oracle_inputs, params};
 use super::sample::Sample;
 use crate::diag::Code;
 use crate::providers::{CallOutcome, Kernel};
@@ -74,15 +74,7 @@ impl Gate<'_> {
                     return false;
                 }
             };
-            let inputs: Vec<Option<Input>> = ops
-                .iter()
-                .map(|o| {
-                    o.as_ref().map(|o| Input {
-                        dims: o.shape().to_vec(),
-                        values: o.storage().to_f64_vec(),
-                    })
-                })
-                .collect();
+            let inputs = oracle_inputs(&ops);
             let (Some(reference), Some(actual)) = (
                 oracle::reference_with(&self.op_kind, &inputs, sample, policy),
                 outputs.first().map(|o| o.to_f64_vec()),
