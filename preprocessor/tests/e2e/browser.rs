@@ -261,7 +261,8 @@ fn pages_fit_their_column_in_both_themes_at_both_widths() {
 
 #[test]
 fn the_probe_reports_an_element_wider_than_the_column() {
-    // The check itself must be able to fail: a page with a 2000 px table.
+    // The check itself must be able to fail: a page with a 2000 px table in a card and a
+    // 1500 px Markdown table in mdBook's scrolling wrapper.
     let Some(bin) = chromium() else {
         assert!(std::env::var_os("FKC_REQUIRE_BROWSER").is_none());
         return;
@@ -269,7 +270,7 @@ fn the_probe_reports_an_element_wider_than_the_column() {
     let site = temp_dir("wide-page");
     std::fs::write(
         site.join("wide.html"),
-        "<!DOCTYPE html><html class=\"light\"><head><title>wide</title></head><body><main style=\"max-width:600px\"><div class=\"fkc-card\"><table style=\"width:2000px\"><tr><td>x</td></tr></table></div></main><script>console.error('boom')</script></body></html>",
+        "<!DOCTYPE html><html class=\"light\"><head><title>wide</title></head><body><main style=\"max-width:600px\"><div class=\"fkc-card\"><table style=\"width:2000px\"><tr><td>x</td></tr></table></div><div class=\"table-wrapper\" style=\"overflow-x:auto\"><table style=\"width:1500px\"><tr><td>a Markdown table</td></tr></table></div></main><script>console.error('boom')</script></body></html>",
     )
     .unwrap();
     let expect = Expect {
@@ -281,6 +282,11 @@ fn the_probe_reports_an_element_wider_than_the_column() {
     let problems = check_page(&bin, &site, "wide.html", expect, "light", 1280);
     let text = problems.join("\n");
     assert!(text.contains("wider than the column"), "{text}");
+    // mdBook's table wrapper fits the column but scrolls: that is reported too.
+    assert!(
+        text.contains("div.table-wrapper in page: content"),
+        "{text}"
+    );
     assert!(text.contains("console.error: boom"), "{text}");
     assert!(text.contains("0 figures, expected at least 1"), "{text}");
 }

@@ -32,8 +32,9 @@
       var wide = [];
       var selector = "main .fkc-card, main table, main svg, main pre, main .fkc-figure-box, main img, main .table-wrapper";
       document.querySelectorAll(selector).forEach(function (el) {
-        // mdBook wraps a Markdown table in .table-wrapper, a scroll container by design: the
-        // wrapper must fit, the prose table inside may scroll. Our cards get no such pass.
+        // mdBook wraps a Markdown table in .table-wrapper, a scroll container (overflow-x:
+        // auto): the table inside is measured through its wrapper, which must fit and must not
+        // scroll sideways either (a table a reader has to scroll does not read).
         if (el.tagName === "TABLE" && el.parentElement && el.parentElement.classList.contains("table-wrapper")) { return; }
         var r = el.getBoundingClientRect();
         if (r.width === 0 && r.height === 0) { return; }
@@ -41,7 +42,8 @@
           wide.push(describe(el) + ": " + Math.round(r.left) + ".." + Math.round(r.right) +
             " outside the column " + Math.round(m.left) + ".." + Math.round(m.right));
         }
-        var scroller = el.tagName === "PRE" || el.classList.contains("table-wrapper");
+        // A code block may scroll (diagnostics keep their carets under the code); nothing else.
+        var scroller = el.tagName === "PRE";
         if (!scroller && el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1) {
           wide.push(describe(el) + ": content " + el.scrollWidth + " px in " + el.clientWidth + " px");
         }
