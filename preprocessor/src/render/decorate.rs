@@ -1,5 +1,6 @@
 //! A contract's page view completed with what the later stages found: the resolved entry
-//! points and revision hash, the importer's notes, and the gate's evidence and worked example.
+//! points and revision hash, the importer's notes, and the gate's evidence (identical per-dtype
+//! rows merged) and worked example.
 
 use super::view::{ContractView, EntryPointView, ImportNote, Row};
 use crate::diag::Diagnostic;
@@ -37,16 +38,7 @@ pub fn decorate(
             note: None,
         });
     }
-    view.evidence = evidence
-        .rows
-        .iter()
-        .map(|(check, what)| Row {
-            field: check.clone(),
-            value: what.clone(),
-            code: false,
-            note: None,
-        })
-        .collect();
+    view.evidence = super::evidence::merged(&evidence.rows);
     if let Some(worked) = &evidence.worked {
         view.figure = Some(super::svg::worked_example(worked));
         view.figure_caption = Some(super::svg::caption(worked));

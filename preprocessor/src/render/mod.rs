@@ -4,6 +4,7 @@
 //! is never cut; no `{{`, so the `links` preprocessor that runs afterwards never sees a directive).
 
 pub mod decorate;
+pub mod evidence;
 pub mod svg;
 pub mod view;
 
