@@ -47,6 +47,7 @@ mod yaml;
 pub use judge::judge_book;
 pub use pipeline::BookChecker as Checker;
 pub use providers::{Provider, Providers};
+pub use render::plan::BookContracts;
 pub use render::{RenderError, Renderer};
 pub use report::{ChapterReport, ContractSummary};
 pub use verify::{Evidence, VerifyOptions, worked::Worked};

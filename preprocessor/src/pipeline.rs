@@ -38,6 +38,10 @@ pub struct BookChecker<'r> {
     diagnostics_index: Option<String>,
     /// The way up from the chapter being checked to the book's root (`../`).
     page_prefix: String,
+    /// The whole book's contracts, read before the first chapter: worked examples price the
+    /// planner's Contiguize step from its own contract, whatever chapter holds it (`None`: no
+    /// priced plan is shown).
+    book_contracts: Option<Arc<crate::render::plan::BookContracts>>,
 }
 
 /// What one fence turned into.
@@ -77,6 +81,7 @@ impl<'r> BookChecker<'r> {
             calibration: None,
             diagnostics_index: None,
             page_prefix: String::new(),
+            book_contracts: None,
         }
     }
 
@@ -125,6 +130,12 @@ impl<'r> BookChecker<'r> {
         calibration: Option<crate::judge::calibration::Calibration>,
     ) -> Self {
         self.calibration = calibration;
+        self
+    }
+
+    /// Prices the planner's steps on worked examples with `contracts`, the whole book's.
+    pub fn price_with(mut self, contracts: Arc<crate::render::plan::BookContracts>) -> Self {
+        self.book_contracts = Some(contracts);
         self
     }
 
@@ -318,6 +329,8 @@ impl<'r> BookChecker<'r> {
         let at = source.line_col(fence.block.start);
         let mut view = contract_view(raw, &fence.body, format!("{}:{}", source.path, at.line));
         decorate(&mut view, resolved, evidence, &diagnostics);
+        let (worked, book) = (evidence.worked.as_ref(), self.book_contracts.as_deref());
+        crate::render::plan::attach(&mut view, raw, worked, book, &self.page_prefix);
         view.verified_with = format!(
             "mdbook-fkc {}, seed {:#x}, {} samples",
             env!("CARGO_PKG_VERSION"),

@@ -8,12 +8,14 @@ use crate::diag::{Diagnostic, has_errors};
 use crate::pipeline::BookChecker;
 use crate::providers::Providers;
 use crate::render::Renderer;
+use crate::render::plan::BookContracts;
 use crate::report::ContractSummary;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::config::Config;
 use mdbook_preprocessor::errors::{Error, Result};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The preprocessor's name in book.toml: `[preprocessor.fkc]`.
 pub const NAME: &str = "fkc";
@@ -107,7 +109,8 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let providers = Providers::new(options.providers.clone());
     let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
         .with_calibration(crate::judge::calibration::beside(root))
-        .link_codes_to(diagnostics_index(book));
+        .link_codes_to(diagnostics_index(book))
+        .price_with(Arc::new(book_contracts(book, &config.book.src)));
     let outcome = run_chapters(&mut checker, options.on_failure, config, book)?;
     insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;
     Ok(outcome)
@@ -126,6 +129,23 @@ pub fn process_book_with(
     let mut checker =
         BookChecker::without_rendering(options.verify, providers).deny_unverified(deny_unverified);
     run_chapters(&mut checker, options.on_failure, config, book)
+}
+
+/// Every contract of the book, read (not run) in a first pass over all chapters, so that a
+/// page can price a step with a contract from another chapter. Checking needs no such pass:
+/// `mdbook-fkc check` still works chapter by chapter.
+fn book_contracts(book: &Book, source_dir: &Path) -> BookContracts {
+    let mut contracts = BookContracts::default();
+    for item in book.iter() {
+        if let BookItem::Chapter(chapter) = item
+            && let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref())
+        {
+            let file = source_dir.join(path).display().to_string();
+            let page = chapter.path.as_ref().unwrap_or(path).with_extension("html");
+            contracts.add_chapter(&file, &page.display().to_string(), &chapter.content);
+        }
+    }
+    contracts
 }
 
 /// The page of the book's diagnostics index (`diagnostics/index.md`), if it has one.

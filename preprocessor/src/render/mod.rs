@@ -5,6 +5,7 @@
 
 pub mod decorate;
 pub mod evidence;
+pub mod plan;
 pub mod svg;
 pub mod view;
 

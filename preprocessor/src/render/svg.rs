@@ -315,6 +315,9 @@ pub struct FigureView {
     pub trace: Option<String>,
     pub layout: Option<String>,
     pub cost: Vec<CostValue>,
+    /// The planner's priced plan for a strided producer (contracts that require contiguous
+    /// operands; set by [`super::plan::attach`]).
+    pub plan: Option<super::plan::PlanView>,
     pub drift: Vec<DriftView>,
 }
 
@@ -334,6 +337,7 @@ pub fn figure(worked: &Worked) -> FigureView {
         trace: worked.trace.clone(),
         layout: worked.layout.clone(),
         cost: worked.cost.clone(),
+        plan: None,
         drift: worked
             .drift
             .iter()
@@ -383,6 +387,7 @@ mod tests {
             symbol: "k<script>".to_owned(),
             dtype: "F32".to_owned(),
             sample: String::new(),
+            shapes: Vec::new(),
             grids: vec![Grid {
                 label: "x & <y>".to_owned(),
                 rows: 2,

@@ -86,6 +86,9 @@ pub struct Worked {
     pub symbol: String,
     pub dtype: String,
     pub sample: String,
+    /// The example's present inputs and their dims, in contract order (what a planner would
+    /// hand the kernel, e.g. to price a Contiguize in front of it).
+    pub shapes: Vec<(String, Vec<i64>)>,
     pub grids: Vec<Grid>,
     /// Whether the output equals the independent oracle exactly; `None` when the op kind has
     /// no oracle.
@@ -217,6 +220,12 @@ fn run_example(
         symbol: kernel.symbol.clone(),
         dtype: dtype.name().to_owned(),
         sample: sample.describe(),
+        shapes: sample
+            .inputs
+            .iter()
+            .filter(|(_, _, present)| *present)
+            .map(|(name, dims, _)| (name.clone(), dims.clone()))
+            .collect(),
         grids,
         matches_oracle,
         legend,
@@ -849,8 +858,9 @@ fn pool_figure(sample: &Sample, (x_name, x): (&str, &Input), out: &Input) -> Opt
     Some((vec![x_grid, out_grid], legend(&entries), Some(trace)))
 }
 
-/// The contract's cost formulas evaluated on the example.
-fn cost_values(domain: &Domain<'_>, sample: &Sample, dtype: DType) -> Vec<CostValue> {
+/// The contract's cost formulas evaluated on a sample (the example's; the priced plan's
+/// Contiguize step).
+pub fn cost_values(domain: &Domain<'_>, sample: &Sample, dtype: DType) -> Vec<CostValue> {
     let mut bindings = domain.bindings(sample, dtype);
     if let Some(outputs) = domain.outputs(sample, &bindings) {
         domain.bind_outputs(&mut bindings, &outputs);

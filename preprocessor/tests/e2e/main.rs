@@ -11,6 +11,7 @@ mod diagnostics_index;
 mod hostile;
 mod judge;
 mod mutations;
+mod page;
 mod protocol;
 mod providers;
 mod serve;

@@ -3,16 +3,25 @@
 
 use crate::support::*;
 use mdbook_fkc::Checker as BookChecker;
-use mdbook_fkc::Renderer;
+use mdbook_fkc::{BookContracts, Renderer};
 
 #[test]
 fn seed_chapter_snapshot() {
     let content =
         std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
     let renderer = Renderer::new(None).unwrap();
-    let mut checker = BookChecker::new(&renderer);
+    // The book's other contracts are read first, as a build does: the worked examples price
+    // the planner's Contiguize step from contiguize's own contract.
+    let contiguize = "book/contracts/contiguize.md";
+    let mut contracts = BookContracts::default();
+    contracts.add_chapter(
+        contiguize,
+        "contracts/contiguize.html",
+        &std::fs::read_to_string(repo_root().join(contiguize)).unwrap(),
+    );
+    let mut checker = BookChecker::new(&renderer).price_with(std::sync::Arc::new(contracts));
     let report = checker
-        .chapter("book/seed/reference-conv-pool.md", &content)
+        .chapter_at("book/seed/reference-conv-pool.md", &content, "../")
         .unwrap();
     assert!(
         report.diagnostics.iter().all(|d| !d.is_error()),
