@@ -1,18 +1,25 @@
 //! Throughput of the reference kernels on representative layers, in GFLOP/s per kernel and
-//! dtype (`cargo bench --bench kernels`). Single-threaded; each case reports the best of
-//! several timed runs after a warm-up. FLOPs are the contracts' nominal counts
+//! dtype (`cargo bench --bench kernels`), on one thread and on two; each case reports the best
+//! of several timed runs after a warm-up. FLOPs are the contracts' nominal counts
 //! (2 × multiply-adds of the full loop nest, padding taps included), so skipped padding taps
 //! count as work — the usual convention for conv benchmarks.
+//!
+//! The peer: in the same run, `benches/peer_onnxruntime.py` times onnxruntime's f32 CPU kernels
+//! on the same four layers on one thread, and the one-thread table shows its figure beside
+//! ours. Without Python or onnxruntime the bench says why and goes on without the column
+//! (`PEER_PYTHON` names the interpreter, `python3` by default).
 
+use std::collections::HashMap;
 use std::error::Error;
 use std::hint::black_box;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fuel_reference_backend::Element;
 use fuel_reference_backend::RefTensor;
 use fuel_reference_backend::ops::{
     Conv2dParams, ConvTranspose2dParams, MaxPool2dParams, conv_transpose2d,
-    conv_transpose2d_threaded, conv2d, conv2d_threaded, max_pool2d,
+    conv_transpose2d_threaded, conv2d, conv2d_threaded, max_pool2d, max_pool2d_threaded,
 };
 use half::{bf16, f16};
 
@@ -123,6 +130,8 @@ fn wanted(name: &str) -> bool {
     std::env::var("KERNELS_FILTER").map_or(true, |f| name.contains(f.as_str()))
 }
 
+/// One row: our time and rate, the fraction of the peak, and, in the one-thread table of a
+/// run with the peer, onnxruntime's rate on the same layer (f32 rows; `-` elsewhere).
 fn report(name: &str, dtype: &str, flops: f64, time: Duration, peak: Option<f64>) {
     let ms = time.as_secs_f64() * 1e3;
     let gflops = flops / time.as_secs_f64() / 1e9;
@@ -130,7 +139,68 @@ fn report(name: &str, dtype: &str, flops: f64, time: Duration, peak: Option<f64>
         Some(p) => format!("{:>5.1} %", 100.0 * gflops / p),
         None => "      -".to_string(),
     };
-    println!("| {name:<46} | {dtype:<4} | {ms:>9.3} | {gflops:>7.2} | {frac} |");
+    let peer = PEER.with(|p| match &*p.borrow() {
+        None => None,
+        Some(figures) if dtype == "f32" && THREADS.with(|t| t.get()) == 1 => Some(
+            peer_key(name)
+                .and_then(|k| figures.get(k))
+                .map_or("-".to_string(), |ms| format!("{:.2}", flops / ms / 1e6)),
+        ),
+        Some(_) => Some("-".to_string()),
+    });
+    match peer {
+        Some(peer) => {
+            println!("| {name:<46} | {dtype:<4} | {ms:>9.3} | {gflops:>7.2} | {frac} | {peer:>9} |")
+        }
+        None => println!("| {name:<46} | {dtype:<4} | {ms:>9.3} | {gflops:>7.2} | {frac} |"),
+    }
+}
+
+/// The peer script's key for a layer of the table.
+fn peer_key(name: &str) -> Option<&'static str> {
+    [
+        ("conv2d ResNet", "resnet"),
+        ("conv2d depthwise", "depthwise"),
+        ("conv_transpose2d", "conv_transpose"),
+        ("max_pool2d", "max_pool"),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| name.starts_with(prefix))
+    .map(|(_, key)| key)
+}
+
+/// Runs `benches/peer_onnxruntime.py` (one thread): its best milliseconds per layer key, or
+/// why there are none.
+fn run_peer() -> Result<(String, HashMap<String, f64>), String> {
+    let python = std::env::var("PEER_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peer_onnxruntime.py");
+    let output = Command::new(&python)
+        .arg(script)
+        .arg("1")
+        .output()
+        .map_err(|e| format!("cannot run {python}: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let reason = stderr
+            .lines()
+            .last()
+            .unwrap_or("no message")
+            .trim()
+            .to_string();
+        return Err(format!("{python} {script}: {}: {reason}", output.status));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut lines = stdout.lines();
+    let version = lines.next().unwrap_or_default().trim().to_string();
+    let mut figures = HashMap::new();
+    for line in lines {
+        let parsed = line
+            .split_once(' ')
+            .and_then(|(key, ms)| Some((key.to_string(), ms.trim().parse::<f64>().ok()?)));
+        let (key, ms) = parsed.ok_or_else(|| format!("unreadable peer line {line:?}"))?;
+        figures.insert(key, ms);
+    }
+    Ok((version, figures))
 }
 
 fn budget<T: Element>() -> Duration {
@@ -143,6 +213,9 @@ fn budget<T: Element>() -> Duration {
 thread_local! {
     static PEAK: std::cell::Cell<Option<Peak>> = const { std::cell::Cell::new(None) };
     static THREADS: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+    /// The peer's best milliseconds per layer key, when the peer ran.
+    static PEER: std::cell::RefCell<Option<HashMap<String, f64>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 fn peak_for<T: Element>() -> Option<f64> {
@@ -201,15 +274,12 @@ fn pool_case<T: Element>(name: &str, x: [usize; 4], p: MaxPool2dParams) -> Bench
     if !wanted(name) {
         return Ok(());
     }
-    if THREADS.with(|t| t.get()) > 1 {
-        // max_pool2d has no threaded variant.
-        return Ok(());
-    }
     let xt = tensor::<T>(&x, 5)?;
     let out = p.out_dims(&x)?;
     let compares = (out.iter().product::<usize>() * p.kernel_size * p.kernel_size) as f64;
+    let threads = THREADS.with(|t| t.get());
     let time = best_time(budget::<T>(), || {
-        black_box(max_pool2d(black_box(&xt), &p)?);
+        black_box(max_pool2d_threaded(black_box(&xt), &p, threads)?);
         Ok(())
     })?;
     report(name, T::DTYPE.suffix(), compares, time, None);
@@ -265,6 +335,9 @@ fn all_dtypes(f: &dyn Fn(u8) -> BenchResult) -> BenchResult {
 fn verify_pool<T: Element>(x: [usize; 4], p: MaxPool2dParams) -> BenchResult {
     let xt = tensor::<T>(&x, 5)?;
     let got = max_pool2d(&xt, &p)?;
+    if max_pool2d_threaded(&xt, &p, 2)?.data() != got.data() {
+        return Err(format!("max_pool2d {x:?}: two threads differ from one").into());
+    }
     let [_, _, h, w] = x;
     let (k, s) = (p.kernel_size, p.stride);
     let (ho, wo) = ((h - k) / s + 1, (w - k) / s + 1);
@@ -356,6 +429,13 @@ fn main() -> BenchResult {
         peak.gflops(4),
         peak.gflops(8)
     );
+    match run_peer() {
+        Ok((version, figures)) => {
+            println!("Peer, measured in this run: {version}, f32 CPU kernels, 1 thread.\n");
+            PEER.with(|p| *p.borrow_mut() = Some(figures));
+        }
+        Err(reason) => println!("peer: not available ({reason})\n"),
+    }
     for threads in [1, 2] {
         THREADS.with(|t| t.set(threads));
         println!("{threads} thread(s):\n");
@@ -366,11 +446,17 @@ fn main() -> BenchResult {
 }
 
 fn table() -> BenchResult {
+    let with_peer = PEER.with(|p| p.borrow().is_some());
+    let (head, rule) = if with_peer {
+        (" ORT 1 thr |", "-----------|")
+    } else {
+        ("", "")
+    };
     println!(
-        "| kernel / layer                                 | type |  best ms  | GFLOP/s | of peak |"
+        "| kernel / layer                                 | type |  best ms  | GFLOP/s | of peak |{head}"
     );
     println!(
-        "|------------------------------------------------|------|-----------|---------|---------|"
+        "|------------------------------------------------|------|-----------|---------|---------|{rule}"
     );
     let resnet = Conv2dParams {
         padding: (1, 1),

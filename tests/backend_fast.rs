@@ -7,11 +7,12 @@
 #[path = "backend_util/mod.rs"]
 mod util;
 
+use fuel_reference_backend::dtype::DType;
 use fuel_reference_backend::ops::{
     Conv2dParams, ConvTranspose2dParams, MaxPool2dParams, conv_transpose2d,
-    conv_transpose2d_threaded, conv2d, conv2d_threaded, max_pool2d, max_step,
+    conv_transpose2d_threaded, conv2d, conv2d_threaded, max_pool2d, max_pool2d_threaded, max_step,
 };
-use fuel_reference_backend::{Element, RefTensor};
+use fuel_reference_backend::{AnyTensor, Element, RefTensor};
 use half::{bf16, f16};
 use util::{Case, Rng, conv_out_len, conv_t_out_len, naive_conv_t, naive_conv2d};
 
@@ -283,6 +284,62 @@ fn naive_pool<T: Element>(x: &RefTensor<T>, k: usize, s: usize) -> Vec<T> {
     out
 }
 
+/// A NaN of `T` with a payload and sign drawn from `r` (quiet or signalling).
+fn nan_bits<T: Element>(r: u64) -> u64 {
+    let (exponent, mantissa, sign): (u64, u64, u64) = match T::DTYPE {
+        DType::F64 => (0x7ff0_0000_0000_0000, 0x000f_ffff_ffff_ffff, 1 << 63),
+        DType::F32 => (0x7f80_0000, 0x007f_ffff, 1 << 31),
+        DType::BF16 => (0x7f80, 0x007f, 1 << 15),
+        DType::F16 => (0x7c00, 0x03ff, 1 << 15),
+    };
+    let payload = 1 + (r >> 8) % mantissa;
+    exponent | payload | if r & 1 == 1 { sign } else { 0 }
+}
+
+/// Windows mostly of NaNs with distinct payloads and signs, zeros of both signs and -Inf, so
+/// that whole-NaN windows and zero ties are common: the pooled bits must be the scan's.
+fn check_pool_nan_payloads<T: Element>(seed: u64, cases: usize) {
+    let mut rng = Rng::new(seed);
+    for _ in 0..cases {
+        let (k, s) = (rng.range(1, 4), rng.range(1, 3));
+        let shape = [1, rng.range(1, 3), rng.range(k, k + 6), rng.range(k, 70)];
+        let n: usize = shape.iter().product();
+        let bits: Vec<u64> = (0..n)
+            .map(|_| {
+                let r = rng.next_u64();
+                match r % 8 {
+                    0..=4 => nan_bits::<T>(r),
+                    5 => T::zero().to_bits_u64(),
+                    6 => T::neg_zero().to_bits_u64(),
+                    _ => T::neg_infinity().to_bits_u64(),
+                }
+            })
+            .collect();
+        let any = AnyTensor::from_bits(T::DTYPE, &shape, &bits).unwrap();
+        let x = T::peel(&any).unwrap();
+        let p = MaxPool2dParams {
+            kernel_size: k,
+            stride: s,
+        };
+        let got = max_pool2d(x, &p).unwrap();
+        assert!(
+            exact_bits(got.data(), &naive_pool(x, k, s)),
+            "{:?}: max_pool2d NaN payloads {shape:?} k {k} s {s}",
+            T::DTYPE
+        );
+        let two = max_pool2d_threaded(x, &p, 2).unwrap();
+        assert!(exact_bits(two.data(), got.data()), "2 threads: {shape:?}");
+    }
+}
+
+#[test]
+fn max_pool2d_keeps_nan_payloads_and_zero_signs_every_dtype() {
+    check_pool_nan_payloads::<f32>(31, 100);
+    check_pool_nan_payloads::<f64>(32, 100);
+    check_pool_nan_payloads::<bf16>(33, 100);
+    check_pool_nan_payloads::<f16>(34, 100);
+}
+
 fn check_pool<T: Element>(seed: u64, cases: usize) {
     let mut rng = Rng::new(seed);
     for _ in 0..cases {
@@ -319,6 +376,13 @@ fn check_pool<T: Element>(seed: u64, cases: usize) {
             "{:?}: max_pool2d {shape:?} k {k} s {s}",
             T::DTYPE
         );
+        for threads in [2, 3] {
+            let t = max_pool2d_threaded(&x, &p, threads).unwrap();
+            assert!(
+                exact_bits(t.data(), got.data()),
+                "{threads} threads: {shape:?}"
+            );
+        }
     }
 }
 

@@ -85,12 +85,25 @@ pub fn max_step<T: Element>(running: T, v: T) -> T {
 /// - when the maximum is zero and the window holds both `-0.0` and `+0.0`, the zero that comes
 ///   first in the scan is returned (they compare equal; no later equal value replaces it).
 ///
-/// `f32` and `f64` run the same scan on vectors of output columns (each input row split into
-/// `stride` phases so that neighbouring outputs read neighbouring elements); the selection is
-/// lane-wise `max_step`, so the result is bitwise the scalar scan's, NaN payloads included.
+/// The kernel runs the same scan on vectors, one window row at a time (each input row reduced
+/// across the window's columns, then each output row across the window's rows, in order):
+/// the scan's result does not depend on how its sequence is cut into consecutive pieces, and
+/// the selection is lane-wise `max_step`, so the result is bitwise the scalar scan's, NaN
+/// payloads and zero signs included, for every element type.
 pub fn max_pool2d<T: Element>(
     x: &RefTensor<T>,
     params: &MaxPool2dParams,
+) -> Result<RefTensor<T>, KernelError> {
+    max_pool2d_threaded(x, params, 1)
+}
+
+/// [`max_pool2d`] on `threads` threads (`0` and `1` both mean the calling thread only),
+/// splitting the work over (image, channel) planes. Every plane is computed by the same
+/// instructions whatever the split, so the result is bitwise equal to [`max_pool2d`]'s.
+pub fn max_pool2d_threaded<T: Element>(
+    x: &RefTensor<T>,
+    params: &MaxPool2dParams,
+    threads: usize,
 ) -> Result<RefTensor<T>, KernelError> {
     let out_dims = params.out_dims(x.shape())?;
     let [_, _, out_height, out_width] = out_dims;
@@ -104,7 +117,7 @@ pub fn max_pool2d<T: Element>(
         kernel: k,
         stride: s,
     };
-    if let Some(out) = pool_fast::run(&geometry, x) {
+    if let Some(out) = pool_fast::run(&geometry, x, threads) {
         return Ok(RefTensor::from_vec(out, &out_dims)?);
     }
     let mut out = Vec::with_capacity(x.data().len() / (height * width) * out_height * out_width);
