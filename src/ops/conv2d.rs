@@ -8,7 +8,7 @@ use crate::error::{KernelError, KernelErrorKind};
 use crate::ops::common::{
     GatherAxis, axpy_gather, check_out_numel, ensure, require_nonempty, require_rank, valid_range,
 };
-use crate::ops::tile::{self, ColPhase, ColTap, Gather, WeightLayout};
+use crate::ops::tile::{self, ColPhase, ColTap, Gather, GatherPlan, WeightLayout};
 use crate::shape::zeroed_vec;
 use crate::tensor::{Element, RefTensor};
 
@@ -341,17 +341,7 @@ pub(crate) fn gather(g: &Conv2dGeometry) -> Gather {
         })
         .filter(|t| !t.valid.is_empty())
         .collect();
-    Gather {
-        batch: g.batch,
-        in_channels: g.in_channels,
-        height: g.height,
-        width: g.width,
-        out_channels: g.out_channels,
-        out_height: g.out_height,
-        out_width: g.out_width,
-        groups: p.groups,
-        kernel_height: g.kernel_height,
-        kernel_width: g.kernel_width,
+    let plan = GatherPlan {
         weights: WeightLayout::Conv,
         phases: sw,
         left: pw,
@@ -362,7 +352,14 @@ pub(crate) fn gather(g: &Conv2dGeometry) -> Gather {
             out_base: 0,
         }],
         out_step: 1,
-    }
+    };
+    Gather::new(
+        [g.batch, g.in_channels, g.height, g.width],
+        g.out_dims(),
+        [g.kernel_height, g.kernel_width],
+        p.groups,
+        plan,
+    )
 }
 
 /// Adds every valid tap of output channel `co` of image `n` into its zeroed output plane.

@@ -10,7 +10,7 @@ use crate::ops::common::{
     add, axpy_scatter, check_out_numel, ensure, in_context, mul, require_nonempty, require_rank,
     valid_range,
 };
-use crate::ops::tile::{self, ColPhase, ColTap, Gather, WeightLayout};
+use crate::ops::tile::{self, ColPhase, ColTap, Gather, GatherPlan, WeightLayout};
 use crate::shape::zeroed_vec;
 use crate::tensor::{Element, RefTensor};
 
@@ -359,24 +359,21 @@ fn gather(g: &ConvTranspose2dGeometry) -> Option<Gather> {
             out_base: c,
         });
     }
-    Some(Gather {
-        batch: g.batch,
-        in_channels: g.in_channels,
-        height: g.height,
-        width: g.width,
-        out_channels: g.out_channels,
-        out_height: g.out_height,
-        out_width: g.out_width,
-        groups: p.groups,
-        kernel_height: g.kernel_height,
-        kernel_width: g.kernel_width,
+    let plan = GatherPlan {
         weights: WeightLayout::Transposed,
         phases: 1,
         left,
         rows,
         cols,
         out_step: sw,
-    })
+    };
+    Some(Gather::new(
+        [g.batch, g.in_channels, g.height, g.width],
+        g.out_dims(),
+        [g.kernel_height, g.kernel_width],
+        p.groups,
+        plan,
+    ))
 }
 
 /// Adds every term of output channel `co` of image `n` into its zeroed output plane.

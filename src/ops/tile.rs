@@ -75,6 +75,60 @@ pub(crate) struct Gather {
     pub out_step: usize,
 }
 
+/// How a convolution reads its input in gather form: everything of a [`Gather`] but the
+/// sizes.
+#[derive(Clone, Debug)]
+pub(crate) struct GatherPlan {
+    pub weights: WeightLayout,
+    pub phases: usize,
+    pub left: usize,
+    pub rows: Vec<Vec<(usize, usize)>>,
+    pub cols: Vec<ColPhase>,
+    pub out_step: usize,
+}
+
+impl Gather {
+    /// The gather of a convolution with input `[N, Cin, H, W]`, output `[N, Cout, Hout, Wout]`,
+    /// kernel `[Kh, Kw]` and `groups`, read as `plan` says.
+    pub(crate) fn new(
+        input: [usize; 4],
+        output: [usize; 4],
+        kernel: [usize; 2],
+        groups: usize,
+        plan: GatherPlan,
+    ) -> Gather {
+        let [batch, in_channels, height, width] = input;
+        let [_, out_channels, out_height, out_width] = output;
+        let [kernel_height, kernel_width] = kernel;
+        let GatherPlan {
+            weights,
+            phases,
+            left,
+            rows,
+            cols,
+            out_step,
+        } = plan;
+        Gather {
+            batch,
+            in_channels,
+            height,
+            width,
+            out_channels,
+            out_height,
+            out_width,
+            groups,
+            kernel_height,
+            kernel_width,
+            weights,
+            phases,
+            left,
+            rows,
+            cols,
+            out_step,
+        }
+    }
+}
+
 /// Largest padded-buffer size, relative to the input, that the fast path accepts; beyond it
 /// (absurd padding) the plain loops run instead.
 const MAX_BUFFER_GROWTH: usize = 16;
