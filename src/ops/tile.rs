@@ -155,6 +155,25 @@ impl Gather {
         // At least one element, so that buffer rows are never empty.
         Some(len.max(1))
     }
+    /// Distance between consecutive phase rows of the padded buffer. One phase: the input
+    /// width, so that the buffer is the input itself shifted by `left` (one copy per group
+    /// of channels; a read past the end of a row lands in the next one, on lanes that are
+    /// masked out). Several phases: `row_len`, each phase row holding its own columns.
+    fn pitch(&self, row_len: usize) -> usize {
+        if self.phases == 1 {
+            self.width
+        } else {
+            row_len
+        }
+    }
+    /// Elements of a padded buffer of `rows` input rows, with room after the last row for
+    /// the reads that run past it; `None` on overflow.
+    fn buffer_len(&self, rows: usize, row_len: usize) -> Option<usize> {
+        rows.checked_mul(self.phases)?
+            .checked_mul(self.pitch(row_len))?
+            .checked_add(row_len)?
+            .checked_add(self.left)
+    }
 }
 
 /// A storage type with a fast path: the accumulator it computes in and the conversions.
@@ -251,32 +270,33 @@ pub(crate) fn run<T: Element>(
     }
 }
 
-/// Pads and phase-splits consecutive input rows `src` (each `width` long) into `dst` rows of
-/// `phases · row_len` elements, in accumulator precision. Padding positions are left as they
-/// are: every tap that would read one is masked out.
-fn pad_rows<E: Fast>(g: &Gather, src: &[E], dst: &mut [Acc<E>], row_len: usize) {
-    let in_rows = src.chunks_exact(g.width);
-    let out_rows = dst.chunks_exact_mut(g.phases * row_len);
-    for (src, dst) in in_rows.zip(out_rows) {
-        if g.phases == 1 {
-            // One phase: a straight (vectorisable) copy at offset `left`.
-            if let Some(dst_row) = dst.get_mut(g.left..) {
-                for (d, &v) in dst_row.iter_mut().zip(src) {
-                    *d = v.widen();
-                }
+/// Pads and phase-splits consecutive input rows `src` (each `width` long) into `dst`, whose
+/// rows of `phases` phase rows are `pitch` apart (see [`Gather::pitch`]), in accumulator
+/// precision. Padding positions are left as they are: every tap that would read one is
+/// masked out.
+fn pad_rows<E: Fast>(g: &Gather, src: &[E], dst: &mut [Acc<E>], pitch: usize) {
+    if g.phases == 1 {
+        // The rows are `width` apart in both: one straight (vectorisable) copy at `left`.
+        if let Some(dst) = dst.get_mut(g.left..) {
+            for (d, &v) in dst.iter_mut().zip(src) {
+                *d = v.widen();
             }
-            continue;
         }
+        return;
+    }
+    let in_rows = src.chunks_exact(g.width);
+    let out_rows = dst.chunks_exact_mut(g.phases * pitch);
+    for (src, dst) in in_rows.zip(out_rows) {
         // Input column iw lands in phase (iw + left) % phases at index (iw + left) / phases:
         // walk each phase's columns with a step instead of dividing per element.
         for p in 0..g.phases {
             // First input column of phase p: the smallest iw ≥ 0 with (iw + left) % phases = p.
             let first = (p + g.phases - g.left % g.phases) % g.phases;
             let q0 = (first + g.left) / g.phases;
-            let Some(room) = row_len.checked_sub(q0) else {
+            let Some(room) = pitch.checked_sub(q0) else {
                 continue;
             };
-            let dst_row = &mut dst[p * row_len + q0..(p + 1) * row_len];
+            let dst_row = &mut dst[p * pitch + q0..(p + 1) * pitch];
             let cols = src.iter().skip(first).step_by(g.phases).take(room);
             for (d, &v) in dst_row.iter_mut().zip(cols) {
                 *d = v.widen();
@@ -323,9 +343,10 @@ fn run_typed<E: Fast>(
     threads: usize,
 ) -> Option<Vec<E>> {
     let row_len = g.row_len()?;
+    let pitch = g.pitch(row_len);
     // Each thread pads one group of input channels of one image at a time into its scratch.
     let group_plane = g.group_in().checked_mul(g.height)?;
-    let scratch_len = group_plane.checked_mul(g.phases)?.checked_mul(row_len)?;
+    let scratch_len = g.buffer_len(group_plane, row_len)?;
     let limit = group_plane
         .checked_mul(g.width)?
         .checked_mul(MAX_BUFFER_GROWTH)?
@@ -336,9 +357,9 @@ fn run_typed<E: Fast>(
     // The half types pad the whole input once, up front, and share it between threads.
     let whole = if E::R::HEAVY {
         let rows = g.batch.checked_mul(g.in_channels)?.checked_mul(g.height)?;
-        let len = rows.checked_mul(g.phases)?.checked_mul(row_len)?;
+        let len = g.buffer_len(rows, row_len)?;
         let mut buf = crate::shape::zeroed_vec::<Acc<E>>(len).ok()?;
-        pad_rows(g, x, &mut buf, row_len);
+        pad_rows(g, x, &mut buf, pitch);
         Some(buf)
     } else {
         None
@@ -372,7 +393,7 @@ fn run_typed<E: Fast>(
     let job = Job {
         g,
         x,
-        row_len,
+        pitch,
         whole: whole.as_deref(),
         weights: &weights,
         bias: bias.as_deref(),
@@ -438,9 +459,10 @@ fn row_tile<R: Rounding>(channels: usize) -> usize {
 struct Job<'a, E: Fast> {
     g: &'a Gather,
     x: &'a [E],
-    row_len: usize,
-    /// The whole input padded up front (`[N, Cin, H, phases, row_len]`), or `None` when each
-    /// thread pads one group of channels at a time into its scratch.
+    /// [`Gather::pitch`].
+    pitch: usize,
+    /// The whole input padded up front (`[N, Cin, H, phases]` rows `pitch` apart), or `None`
+    /// when each thread pads one group of channels at a time into its scratch.
     whole: Option<&'a [Acc<E>]>,
     weights: &'a [Acc<E>],
     bias: Option<&'a [Acc<E>]>,
@@ -449,7 +471,8 @@ struct Job<'a, E: Fast> {
 struct Work<'a, 'b, 'c, E: Fast> {
     job: &'a Job<'a, E>,
     items: &'b mut [Item<'c, Acc<E>>],
-    /// The padded input of one group of channels: `[Cin/groups, H, phases, row_len]`.
+    /// The padded input of one group of channels: `[Cin/groups, H, phases]` rows `pitch`
+    /// apart.
     scratch: &'b mut [Acc<E>],
 }
 
@@ -491,24 +514,24 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
         let in_plane = g.height * g.width;
         let group_in = g.group_in();
         let mut padded: Option<(usize, usize)> = None;
-        let mut plan = Vec::new();
+        // The row tiles of one-row and of several-row items, planned once for every item.
+        let one_row_tiles = row_tiles(g, 1);
+        let several_row_tiles = row_tiles(g, MAX_ROWS);
         for item in self.items.iter_mut() {
             // The item's group of input channels, padded once per (image, group).
             let cin0 = (item.co0 / g.group_out()) * group_in;
             if job.whole.is_none() && padded != Some((item.image, cin0)) {
                 let first = (item.image * g.in_channels + cin0) * in_plane;
                 let src = &job.x[first..][..group_in * in_plane];
-                pad_rows(g, src, self.scratch, job.row_len);
+                pad_rows(g, src, self.scratch, job.pitch);
                 padded = Some((item.image, cin0));
             }
-            let rows_per_tile = row_tile::<E::R>(item.count);
-            let mut oh = 0;
-            while oh < g.out_height {
-                let mut nr = rows_per_tile.min(g.out_height - oh);
-                if nr != rows_per_tile || !row_plan(g, oh, nr, &mut plan) {
-                    nr = 1;
-                    row_plan(g, oh, nr, &mut plan);
-                }
+            let tiles = if row_tile::<E::R>(item.count) == 1 {
+                &one_row_tiles
+            } else {
+                &several_row_tiles
+            };
+            for tile in tiles {
                 for (phase, &(nv, offset)) in g.cols.iter().zip(&shapes) {
                     let ctx = RowCtx {
                         s,
@@ -521,11 +544,11 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
                         },
                         phase,
                         masks: &masks[offset..],
-                        oh,
-                        plan: &plan,
+                        oh: tile.oh,
+                        plan: &tile.plan,
                         lanes,
                     };
-                    match (item.count, nr, nv) {
+                    match (item.count, tile.rows, nv) {
                         (4, _, 4) => ctx.tiles::<E::R, 4, 1, 4>(item),
                         (4, _, 2) => ctx.tiles::<E::R, 4, 1, 2>(item),
                         (4, _, _) => ctx.tiles::<E::R, 4, 1, 1>(item),
@@ -537,7 +560,6 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
                         _ => ctx.one_row::<E::R, 1>(item),
                     }
                 }
-                oh += nr;
             }
         }
     }
@@ -565,28 +587,54 @@ const MAX_ROWS: usize = 4;
 /// A kernel row `kh` and, per output row of the tile, the input row `ih` it reads there.
 type PlanRow = (usize, [usize; MAX_ROWS]);
 
-/// The kernel rows of output rows `oh..oh + nr`, into `plan`, each output row's in its own
-/// summation order. A tile of several rows needs every row to take the same kernel rows in
-/// the same order (true away from the top and bottom padding); returns `false` when they do
-/// not, and a one-row tile is used instead.
-fn row_plan(g: &Gather, oh: usize, nr: usize, plan: &mut Vec<PlanRow>) -> bool {
-    plan.clear();
-    let rows = &g.rows[oh..oh + nr];
-    let first = &rows[0];
+/// Output rows `oh..oh + rows` and their [`row_plan`].
+struct RowTile {
+    oh: usize,
+    rows: usize,
+    plan: Vec<PlanRow>,
+}
+
+/// Every output row in tiles of `rows_per_tile` rows where [`row_plan`] allows, else of one.
+fn row_tiles(g: &Gather, rows_per_tile: usize) -> Vec<RowTile> {
+    let mut tiles = Vec::new();
+    let mut oh = 0;
+    while oh < g.out_height {
+        let full = rows_per_tile <= g.out_height - oh;
+        let (rows, plan) = match row_plan(g, oh, rows_per_tile).filter(|_| full) {
+            Some(plan) => (rows_per_tile, plan),
+            None => (1, row_plan(g, oh, 1).unwrap_or_default()),
+        };
+        tiles.push(RowTile { oh, rows, plan });
+        oh += rows;
+    }
+    tiles
+}
+
+/// The kernel rows of output rows `oh..oh + nr`, each output row's in its own summation
+/// order. A tile of several rows needs every row to take the same kernel rows in the same
+/// order (true away from the top and bottom padding); `None` when they do not (never for
+/// one row), and a one-row tile is used instead.
+fn row_plan(g: &Gather, oh: usize, nr: usize) -> Option<Vec<PlanRow>> {
+    let rows = g.rows.get(oh..oh + nr)?;
+    let first = rows.first()?;
     let same = |row: &Vec<(usize, usize)>| {
         row.len() == first.len() && row.iter().zip(first).all(|(a, b)| a.0 == b.0)
     };
     if !rows.iter().all(same) {
-        return false;
+        return None;
     }
-    for (j, &(kh, _)) in first.iter().enumerate() {
-        let mut ihs = [0; MAX_ROWS];
-        for (ih, row) in ihs.iter_mut().zip(rows) {
-            *ih = row[j].1;
-        }
-        plan.push((kh, ihs));
-    }
-    true
+    let plan = first
+        .iter()
+        .enumerate()
+        .map(|(j, &(kh, _))| {
+            let mut ihs = [0; MAX_ROWS];
+            for (ih, row) in ihs.iter_mut().zip(rows) {
+                *ih = row[j].1;
+            }
+            (kh, ihs)
+        })
+        .collect();
+    Some(plan)
 }
 
 impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
@@ -640,7 +688,7 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
                 for &(kh, ih) in row_taps {
                     let row0 = ((self.channel0 + ci) * g.height + ih) * g.phases;
                     for (tap, m) in phase.taps.iter().zip(tile_masks.chunks_exact(NV)) {
-                        let base = (row0 + tap.phase) * job.row_len + tap.start + j0;
+                        let base = (row0 + tap.phase) * job.pitch + tap.start + j0;
                         let src = &self.xbuf[base..][..span];
                         let mut xs = [zero; NV];
                         for (v, xv) in xs.iter_mut().enumerate() {
@@ -696,25 +744,23 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
         let plane = g.out_height * g.out_width;
         let span = NV * lanes;
         let ntaps = phase.taps.len();
+        let phase_row = g.phases * job.pitch;
         let zero = <Acc<E>>::splat(s, Default::default());
         for (t, j0) in (0..phase.count).step_by(span).enumerate() {
             let tile_masks = &self.masks[t * ntaps * NV..][..ntaps * NV];
             let mut acc = [[[zero; NV]; CT]; NR];
             for ci in 0..group_in {
                 let w_ci = &job.weights[(item.co0 * group_in + ci) * taps..];
+                let channel_row = (self.channel0 + ci) * g.height;
                 for &(kh, ihs) in self.plan {
+                    let row_starts = ihs.map(|ih| (channel_row + ih) * phase_row + j0);
                     for (tap, m) in phase.taps.iter().zip(tile_masks.chunks_exact(NV)) {
                         let k = kh * g.kernel_width + tap.kw;
-                        let at = |ih: usize| {
-                            (((self.channel0 + ci) * g.height + ih) * g.phases + tap.phase)
-                                * job.row_len
-                                + tap.start
-                                + j0
-                        };
+                        let tap_offset = tap.phase * job.pitch + tap.start;
                         // One call per output row with a constant index, so that every sum
                         // of the tile stays in a register (a loop over the rows would leave
                         // them in memory); rows beyond NR are no-ops.
-                        let [i0, i1, i2, i3] = ihs.map(at);
+                        let [i0, i1, i2, i3] = row_starts.map(|start| start + tap_offset);
                         if let Some(acc_r) = acc.get_mut(0) {
                             self.add_row::<R, CT, NV>(acc_r, i0, m, w_ci, k);
                         }
