@@ -2,11 +2,12 @@
 //! `renderers`, `optional`) are allowed beside ours; anything else is an error, so a misspelt
 //! option is never silently ignored.
 
+use crate::cache::Cache;
 use crate::diag::did_you_mean;
 use crate::providers::{DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT, ProviderConfig};
 use crate::verify::VerifyOptions;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What a failing contract does to the build.
@@ -31,9 +32,29 @@ pub struct Options {
     pub verify: VerifyOptions,
     /// `[preprocessor.fkc.provider.NAME]` tables: provider commands by name.
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// `cache = false` verifies every contract afresh on every build.
+    pub no_cache: bool,
+    /// `cache-dir`: where passing verifications are kept (relative to the book root; default
+    /// [`DEFAULT_CACHE_DIR`]).
+    pub cache_dir: Option<PathBuf>,
+    /// `jobs`: contracts verified at once (default: the machine's threads).
+    pub jobs: Option<usize>,
 }
 
-const OWN_KEYS: &[&str] = &["on-failure", "template-dir", "samples", "seed", "provider"];
+/// Where the verification cache lives by default, relative to the book root: the target
+/// directory, beside the build output and never among the book's sources.
+pub const DEFAULT_CACHE_DIR: &str = "target/fkc-cache";
+
+const OWN_KEYS: &[&str] = &[
+    "on-failure",
+    "template-dir",
+    "samples",
+    "seed",
+    "provider",
+    "cache",
+    "cache-dir",
+    "jobs",
+];
 const PROVIDER_KEYS: &[&str] = &["command", "call-timeout-ms", "start-timeout-ms"];
 
 /// The most samples a book may ask for per contract (bounded build time).
@@ -41,6 +62,29 @@ pub const MAX_SAMPLES: u64 = 1000;
 const MDBOOK_KEYS: &[&str] = &["command", "before", "after", "renderers", "optional"];
 
 impl Options {
+    /// The verification cache of the book in `root` whose sources are in `src`: `None` with
+    /// `cache = false`; an error when `cache-dir` points among the book's sources (cached
+    /// results must never become part of the book).
+    pub fn cache(&self, root: &Path, src: &Path) -> Result<Option<Cache>, String> {
+        if self.no_cache {
+            return Ok(None);
+        }
+        let relative = self
+            .cache_dir
+            .as_deref()
+            .unwrap_or(Path::new(DEFAULT_CACHE_DIR));
+        let dir = root.join(relative);
+        let sources = root.join(src);
+        if dir.starts_with(&sources) {
+            return Err(format!(
+                "`preprocessor.fkc.cache-dir` ({}) is inside the book's sources ({}); choose a directory outside them, such as `{DEFAULT_CACHE_DIR}`",
+                relative.display(),
+                src.display()
+            ));
+        }
+        Ok(Some(Cache::in_dir(dir)))
+    }
+
     /// Runs every provider command in `root` (the book's root directory).
     pub fn with_root(mut self, root: &std::path::Path) -> Self {
         for provider in self.providers.values_mut() {
@@ -82,6 +126,29 @@ impl Options {
                     ))?;
                 }
                 "provider" => options.providers = providers(value)?,
+                "cache" => {
+                    options.no_cache = !value.as_bool().ok_or(format!(
+                        "`preprocessor.fkc.cache` must be true or false, found {value}"
+                    ))?;
+                }
+                "cache-dir" => {
+                    let dir = value
+                        .as_str()
+                        .filter(|d| !d.trim().is_empty())
+                        .ok_or("`preprocessor.fkc.cache-dir` must be a directory (a string)")?;
+                    options.cache_dir = Some(PathBuf::from(dir));
+                }
+                "jobs" => {
+                    options.jobs = Some(
+                        value
+                            .as_u64()
+                            .filter(|n| (1..=256).contains(n))
+                            .and_then(|n| usize::try_from(n).ok())
+                            .ok_or(format!(
+                                "`preprocessor.fkc.jobs` must be an integer from 1 to 256, found {value}"
+                            ))?,
+                    );
+                }
                 key if MDBOOK_KEYS.contains(&key) => {}
                 unknown => return Err(unknown_key(unknown)),
             }
@@ -202,6 +269,31 @@ mod tests {
         let error = Options::from_table(Some(&json!({"samples": 0}))).unwrap_err();
         assert!(error.contains("from 1 to 1000"), "{error}");
         assert!(Options::from_table(Some(&json!({"seed": -1}))).is_err());
+    }
+
+    #[test]
+    fn the_cache_is_on_by_default_off_on_request_and_never_among_the_sources() {
+        let root = Path::new("/book");
+        let src = Path::new("src");
+        let default = Options::from_table(None).unwrap();
+        assert_eq!(
+            default.cache(root, src).unwrap(),
+            Some(Cache::in_dir("/book/target/fkc-cache"))
+        );
+        let off = Options::from_table(Some(&json!({"cache": false}))).unwrap();
+        assert_eq!(off.cache(root, src).unwrap(), None);
+        let moved = Options::from_table(Some(&json!({"cache-dir": "build-cache"}))).unwrap();
+        assert_eq!(
+            moved.cache(root, src).unwrap(),
+            Some(Cache::in_dir("/book/build-cache"))
+        );
+        let inside = Options::from_table(Some(&json!({"cache-dir": "src/.cache"}))).unwrap();
+        let error = inside.cache(root, src).unwrap_err();
+        assert!(error.contains("inside the book's sources"), "{error}");
+        assert!(Options::from_table(Some(&json!({"cache": "no"}))).is_err());
+        assert!(Options::from_table(Some(&json!({"jobs": 0}))).is_err());
+        let jobs = Options::from_table(Some(&json!({"jobs": 2}))).unwrap();
+        assert_eq!(jobs.jobs, Some(2));
     }
 
     #[test]

@@ -26,6 +26,7 @@
 //! kernels run) → `render` (views, figures, templates) → `pipeline` (one chapter, in order).
 //! No stage reaches back up.
 
+pub mod cache;
 mod chapter;
 pub mod config;
 pub mod contract;

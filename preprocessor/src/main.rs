@@ -39,12 +39,18 @@ fn main() -> ExitCode {
         }
         Command::Protocol => protocol(),
         Command::Supports(_) => Ok(ExitCode::SUCCESS),
-        Command::Build { dir, dest, open } => build(&dir, dest.as_deref(), open),
+        Command::Build {
+            dir,
+            dest,
+            open,
+            no_cache,
+        } => build(&dir, dest.as_deref(), open, no_cache),
         Command::Check {
             dir,
             format,
             deny_unverified,
-        } => check(&dir, format, deny_unverified),
+            no_cache,
+        } => check(&dir, format, deny_unverified, no_cache),
         Command::Explain(code) => explain::run(&code, parsed.color),
         Command::Judge { dir } => judge(&dir),
     };
@@ -77,9 +83,8 @@ fn protocol() -> Result<ExitCode, String> {
 /// Builds the HTML book in-process: the `fkc` preprocessor from book.toml is replaced by this
 /// binary's own (same position in the order), so it runs exactly once per renderer. `dest`
 /// replaces book.toml's `build.build-dir` (relative to the current directory, as `mdbook -d`).
-fn build(dir: &Path, dest: Option<&Path>, open: bool) -> Result<ExitCode, String> {
-    let mut book = MDBook::load(dir)
-        .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
+fn build(dir: &Path, dest: Option<&Path>, open: bool, no_cache: bool) -> Result<ExitCode, String> {
+    let mut book = load(dir, no_cache)?;
     if let Some(dest) = dest {
         let cwd = std::env::current_dir()
             .map_err(|error| format!("cannot read the current directory: {error}"))?;
@@ -96,6 +101,19 @@ fn build(dir: &Path, dest: Option<&Path>, open: bool) -> Result<ExitCode, String
         open_in_browser(&out.join("index.html"))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the book in `dir`; `no_cache` turns the verification cache off as `cache = false`
+/// under `[preprocessor.fkc]` would.
+fn load(dir: &Path, no_cache: bool) -> Result<MDBook, String> {
+    let mut book = MDBook::load(dir)
+        .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
+    if no_cache {
+        book.config
+            .set("preprocessor.fkc.cache", false)
+            .map_err(|error| format!("cannot turn the cache off: {error:#}"))?;
+    }
+    Ok(book)
 }
 
 /// Opens a page with `$BROWSER` when set, otherwise the platform's opener.
@@ -137,9 +155,13 @@ fn judge(dir: &Path) -> Result<ExitCode, String> {
 }
 
 /// Checks every contract without rendering.
-fn check(dir: &Path, format: Format, deny_unverified: bool) -> Result<ExitCode, String> {
-    let mut book = MDBook::load(dir)
-        .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
+fn check(
+    dir: &Path,
+    format: Format,
+    deny_unverified: bool,
+    no_cache: bool,
+) -> Result<ExitCode, String> {
+    let mut book = load(dir, no_cache)?;
     let root = book.root.clone();
     let config = book.config.clone();
     let outcome = preprocessor::process_book_with(&root, &config, &mut book.book, deny_unverified)

@@ -3,6 +3,7 @@
 //! place of each block. Each stage is a plain function of its input; diagnostics are collected
 //! as data and formatted by the caller.
 
+use crate::cache::{Cache, KeyParts};
 use crate::chapter::{self, Fence, FrontMatterBlock};
 use crate::contract::front_matter::{FrontMatter, read_front_matter};
 use crate::contract::raw::{RawContract, read_contract};
@@ -42,6 +43,20 @@ pub struct BookChecker<'r> {
     /// planner's Contiguize step from its own contract, whatever chapter holds it (`None`: no
     /// priced plan is shown).
     book_contracts: Option<Arc<crate::render::plan::BookContracts>>,
+    /// Where passing verifications are kept (`None`: every contract is verified afresh).
+    cache: Option<Cache>,
+    /// Contracts verified at once (threads).
+    jobs: usize,
+}
+
+/// A fence read and resolved, waiting for the gate.
+struct Prepared<'f> {
+    fence: &'f Fence,
+    raw: Option<RawContract>,
+    resolved: Option<resolve::Resolved>,
+    diagnostics: Vec<Diagnostic>,
+    /// The gate runs on it: it imported cleanly, has a provider and is not spec-first.
+    gated: bool,
 }
 
 /// What one fence turned into.
@@ -82,7 +97,23 @@ impl<'r> BookChecker<'r> {
             diagnostics_index: None,
             page_prefix: String::new(),
             book_contracts: None,
+            cache: None,
+            jobs: default_jobs(),
         }
+    }
+
+    /// Keeps the evidence of passing contracts in `cache` and reuses it while nothing it
+    /// depends on changes (`None`: no cache).
+    pub fn with_cache(mut self, cache: Option<Cache>) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// Verifies up to `jobs` contracts of a chapter at once (at least 1; `None`: as many as
+    /// the machine has threads). The results do not depend on it.
+    pub fn with_jobs(mut self, jobs: Option<usize>) -> Self {
+        self.jobs = jobs.map_or_else(default_jobs, |jobs| jobs.max(1));
+        self
     }
 
     /// Links diagnostic codes in error boxes to the book's diagnostics index at `page` (from
@@ -183,17 +214,31 @@ impl<'r> BookChecker<'r> {
         } else {
             report.diagnostics.extend(front_diagnostics);
         }
-        let mut fence_html = Vec::new();
+        let mut prepared = Vec::new();
         for fence in &fences {
             let mut context = std::mem::take(&mut inherited);
             if front_block.is_none() {
                 context.push(missing_front_matter(&source, fence));
             }
-            let outcome =
-                self.fence(&source, fence, front.as_ref(), provider.as_deref(), context)?;
+            prepared.push(self.prepare(
+                &source,
+                fence,
+                front.as_ref(),
+                provider.as_deref(),
+                context,
+            ));
+        }
+        let front_yaml = front_block
+            .as_ref()
+            .map_or("", |block| source.slice(block.yaml.clone()));
+        let gated = self.gate(&source, front_yaml, provider.as_deref(), &prepared);
+        let mut fence_html = Vec::new();
+        for (prepared, gated) in prepared.into_iter().zip(gated) {
+            let block = prepared.fence.block.clone();
+            let outcome = self.finish(&source, prepared, gated)?;
             report.diagnostics.extend(outcome.diagnostics);
             report.contracts.extend(outcome.summary);
-            fence_html.push((fence.block.clone(), outcome.html));
+            fence_html.push((block, outcome.html));
         }
         let mut prelude = self.html(Renderer::style)?;
         let failing: Vec<&ContractSummary> =
@@ -236,14 +281,15 @@ impl<'r> BookChecker<'r> {
         front
     }
 
-    fn fence(
+    /// Reads and resolves one fence: everything before the behavioural gate.
+    fn prepare<'f>(
         &mut self,
         source: &Arc<SourceFile>,
-        fence: &Fence,
+        fence: &'f Fence,
         front: Option<&FrontMatter>,
         provider: Option<&Provider>,
         inherited: Vec<Diagnostic>,
-    ) -> Result<FenceOutcome, RenderError> {
+    ) -> Prepared<'f> {
         let mut diagnostics = inherited;
         diagnostics.extend(attribute_errors(source, fence));
         let (raw, found) = read_block(
@@ -284,26 +330,107 @@ impl<'r> BookChecker<'r> {
             resolved
         });
         // The behavioural gate runs only on a contract that imported cleanly.
-        let mut evidence = Evidence::default();
-        if let (Some(raw), Some(resolved), Some(provider)) = (&raw, resolved.as_ref(), provider)
+        let gated = raw.is_some()
+            && resolved.is_some()
+            && provider.is_some()
             && !has_errors(&diagnostics)
-            && !unverified
-        {
-            let builtin = self.providers.builtin().clone();
-            let (ran, found) = verify::verify(
-                raw,
-                &resolved.contract,
-                &resolved.import,
-                provider,
-                &builtin,
-                source,
-                self.verify,
-            );
-            evidence = ran;
-            diagnostics.extend(found);
+            && !unverified;
+        Prepared {
+            fence,
+            raw,
+            resolved,
+            diagnostics,
+            gated,
         }
+    }
+
+    /// Runs the behavioural gate on every prepared fence that imported cleanly — from the
+    /// cache when an identical verification passed before, otherwise on up to `jobs` threads
+    /// (each contract's result depends only on the contract, never on the thread count).
+    fn gate(
+        &self,
+        source: &Arc<SourceFile>,
+        front_matter: &str,
+        provider: Option<&Provider>,
+        prepared: &[Prepared<'_>],
+    ) -> Vec<(Evidence, Vec<Diagnostic>)> {
+        let Some(provider) = provider else {
+            return prepared.iter().map(|_| Default::default()).collect();
+        };
+        let builtin = self.providers.builtin();
+        let identities = self
+            .cache
+            .as_ref()
+            .and_then(|_| Some((provider.identity()?, builtin.identity()?)));
+        let key = |p: &Prepared<'_>| {
+            let cache = self.cache.as_ref()?;
+            let (provider, builtin) = identities.as_ref()?;
+            let parts = KeyParts {
+                provider,
+                builtin,
+                options: self.verify,
+                path: &source.path,
+                front_matter,
+                contract: &p.fence.body,
+            };
+            Some((cache, Cache::key(&parts)))
+        };
+        let keys: Vec<_> = prepared
+            .iter()
+            .map(|p| p.gated.then(|| key(p)).flatten())
+            .collect();
+        let mut results: Vec<Option<(Evidence, Vec<Diagnostic>)>> = keys
+            .iter()
+            .map(|k| {
+                k.as_ref()
+                    .and_then(|(cache, key)| cache.load(key))
+                    .map(|e| (e, Vec::new()))
+            })
+            .collect();
+        let pending: Vec<usize> = (0..prepared.len())
+            .filter(|&i| prepared[i].gated && results[i].is_none())
+            .collect();
+        let ran = parallel_map(&pending, self.jobs, |&i| {
+            let p = &prepared[i];
+            match (&p.raw, &p.resolved) {
+                (Some(raw), Some(resolved)) => verify::verify(
+                    raw,
+                    &resolved.contract,
+                    &resolved.import,
+                    provider,
+                    builtin,
+                    source,
+                    self.verify,
+                ),
+                _ => Default::default(),
+            }
+        });
+        for (i, result) in pending.into_iter().zip(ran) {
+            if let (Some((cache, key)), true) = (&keys[i], result.1.is_empty()) {
+                cache.store(key, &result.0);
+            }
+            results[i] = Some(result);
+        }
+        results.into_iter().map(Option::unwrap_or_default).collect()
+    }
+
+    /// What a prepared fence turns into, once the gate has run on it.
+    fn finish(
+        &self,
+        source: &Arc<SourceFile>,
+        prepared: Prepared<'_>,
+        (evidence, found): (Evidence, Vec<Diagnostic>),
+    ) -> Result<FenceOutcome, RenderError> {
+        let Prepared {
+            fence,
+            raw,
+            resolved,
+            mut diagnostics,
+            ..
+        } = prepared;
+        diagnostics.extend(found);
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
-        match expected {
+        match fence.attributes.should_fail.as_deref() {
             Some(codes) => self.expected_failure(source, fence, codes, diagnostics),
             None if has_errors(&diagnostics) => {
                 self.failure(source, fence, raw.as_ref(), diagnostics)
@@ -493,6 +620,51 @@ impl<'r> BookChecker<'r> {
             summary: None,
         })
     }
+}
+
+/// The threads the machine offers.
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// `work` on every item, on up to `threads` scoped threads, results in the items' order.
+fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let threads = threads.min(items.len());
+    if threads <= 1 {
+        return items.iter().map(work).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(index) else {
+                            return mine;
+                        };
+                        mine.push((index, work(item)));
+                    }
+                })
+            })
+            .collect();
+        // A worker that panicked passes its panic on, exactly as one thread would have.
+        workers
+            .into_iter()
+            .flat_map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
+            .collect()
+    });
+    done.sort_by_key(|(index, _)| *index);
+    done.into_iter().map(|(_, result)| result).collect()
 }
 
 /// The end of an ATX `# Title` line that starts the chapter body, if it has one.

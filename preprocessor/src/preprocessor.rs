@@ -108,6 +108,8 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
     let providers = Providers::new(options.providers.clone());
     let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
+        .with_cache(options.cache(root, &config.book.src).map_err(Error::msg)?)
+        .with_jobs(options.jobs)
         .with_calibration(crate::judge::calibration::beside(root))
         .link_codes_to(diagnostics_index(book))
         .price_with(Arc::new(book_contracts(book, &config.book.src)));
@@ -126,8 +128,10 @@ pub fn process_book_with(
 ) -> Result<BookOutcome> {
     let options = read_options(root, config)?;
     let providers = Providers::new(options.providers.clone());
-    let mut checker =
-        BookChecker::without_rendering(options.verify, providers).deny_unverified(deny_unverified);
+    let mut checker = BookChecker::without_rendering(options.verify, providers)
+        .with_cache(options.cache(root, &config.book.src).map_err(Error::msg)?)
+        .with_jobs(options.jobs)
+        .deny_unverified(deny_unverified);
     run_chapters(&mut checker, options.on_failure, config, book)
 }
 

@@ -48,7 +48,8 @@ impl Value {
 }
 
 impl Node {
-    /// A canonical text of the value: independent of layout, quoting and comments, so that
+    /// A canonical text of the value: independent of layout, quoting, comments and the order of
+    /// a mapping's keys (sequences keep their order), so that
     /// hashing it identifies what a block says rather than how it is formatted. Mapping entries
     /// whose key is in `skip` are left out (at the top level only).
     pub fn canonical(&self, skip: &[&str]) -> String {
@@ -73,14 +74,20 @@ impl Node {
                 out.push(']');
             }
             Value::Map(entries) => {
+                // Keys in sorted order: reordering a mapping's keys does not change its text.
+                let mut written: Vec<(String, String)> = entries
+                    .iter()
+                    .filter(|(key, _)| {
+                        !matches!(&key.value, Value::Str(name) if skip.contains(&name.as_str()))
+                    })
+                    .map(|(key, value)| (key.canonical(&[]), value.canonical(&[])))
+                    .collect();
+                written.sort();
                 out.push('{');
-                for (key, value) in entries {
-                    if matches!(&key.value, Value::Str(name) if skip.contains(&name.as_str())) {
-                        continue;
-                    }
-                    key.write_canonical(out, &[]);
+                for (key, value) in written {
+                    out.push_str(&key);
                     out.push(':');
-                    value.write_canonical(out, &[]);
+                    out.push_str(&value);
                     out.push(',');
                 }
                 out.push('}');
@@ -397,6 +404,15 @@ mod tests {
         let b = parse("a: 1\nb:\n  c: x\nh: 12ab\n").unwrap();
         assert_eq!(a.canonical(&["h"]), b.canonical(&["h"]));
         assert_ne!(a.canonical(&[]), b.canonical(&[]));
+    }
+
+    #[test]
+    fn canonical_text_ignores_key_order_but_not_sequence_order() {
+        let a = parse("a: 1\nb: { c: x, d: [1, 2] }\n").unwrap();
+        let b = parse("b: { d: [1, 2], c: x }\na: 1\n").unwrap();
+        let c = parse("b: { d: [2, 1], c: x }\na: 1\n").unwrap();
+        assert_eq!(a.canonical(&[]), b.canonical(&[]));
+        assert_ne!(a.canonical(&[]), c.canonical(&[]));
     }
 
     #[test]

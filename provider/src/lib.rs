@@ -13,13 +13,15 @@
 //! - [`registry`]: `Registry`, `KernelRef`, `OperandDesc`, `FieldDesc`, `ParamKind`,
 //!   `VariantDesc`, `ParamValues`; [`describe`]: their owned form, as the protocol sends it.
 //! - [`error`]: `KernelError`, `TensorError` and the boundary's `Rejection`.
-//! - [`protocol`]: the versioned messages and [`serve`].
+//! - [`protocol`]: the versioned messages and [`serve`]; [`identity`]: the running binary's
+//!   content hash, which the provider announces so verification can be cached per build.
 
 #![forbid(unsafe_code)]
 
 pub mod describe;
 pub mod dtype;
 pub mod error;
+pub mod identity;
 pub mod protocol;
 pub mod registry;
 pub mod shape;

@@ -80,6 +80,10 @@ pub struct Hello {
     pub registry: String,
     pub crate_name: String,
     pub revision: String,
+    /// The provider binary's own content hash ([`crate::identity::own_binary`]), when it
+    /// knows it: mdbook-fkc caches the verification of this provider's contracts only then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 /// A message from the provider.
@@ -103,6 +107,7 @@ impl Hello {
             registry: registry.path.to_owned(),
             crate_name: registry.crate_name.to_owned(),
             revision: registry.revision.to_owned(),
+            build: None,
         }
     }
 }
@@ -188,7 +193,10 @@ fn decode_operands(operands: &[Option<WireOperand>]) -> Result<Vec<Option<Operan
 /// Answers one request (the provider side, without I/O).
 pub fn respond(registry: &Registry, request: Request) -> Response {
     match request {
-        Request::Handshake { .. } => Response::Hello(Hello::of(registry)),
+        Request::Handshake { .. } => Response::Hello(Hello {
+            build: crate::identity::own_binary().map(str::to_owned),
+            ..Hello::of(registry)
+        }),
         Request::Describe => Response::Description(Description::from(registry)),
         Request::Call {
             symbol,
@@ -397,7 +405,13 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(responses.len(), 5);
-        assert_eq!(responses[0], Response::Hello(Hello::of(&REGISTRY)));
+        // The greeting announces this binary's own build, so verification can be cached by it.
+        let hello = Hello {
+            build: crate::identity::own_binary().map(str::to_owned),
+            ..Hello::of(&REGISTRY)
+        };
+        assert!(hello.build.is_some());
+        assert_eq!(responses[0], Response::Hello(hello));
         let Response::Description(description) = &responses[1] else {
             panic!("{:?}", responses[1]);
         };

@@ -15,11 +15,13 @@ pub enum Command {
         dir: PathBuf,
         dest: Option<PathBuf>,
         open: bool,
+        no_cache: bool,
     },
     Check {
         dir: PathBuf,
         format: Format,
         deny_unverified: bool,
+        no_cache: bool,
     },
     Explain(String),
     /// Time every contract's kernels and write the calibration file beside the book.
@@ -84,6 +86,7 @@ Options:
   -d, --dest-dir DIR  write the book to DIR (relative to the current directory) instead of
                       book.toml's build-dir
   -o, --open          open the built book in a browser ($BROWSER, or the system's opener)
+  --no-cache          verify every contract afresh (as `cache = false` under [preprocessor.fkc])
   --color WHEN        auto, always or never
   -h, --help          print this help";
 
@@ -98,6 +101,7 @@ Options:
                       hashes and evidence, diagnostics, summary), sarif (SARIF 2.1.0) or
                       github (GitHub Actions annotations)
   --deny unverified   make every ```fkc,unverified contract an error (FKC0005)
+  --no-cache          verify every contract afresh (as `cache = false` under [preprocessor.fkc])
   --color WHEN        auto, always or never
   -h, --help          print this help";
 
@@ -243,6 +247,7 @@ fn walk<'a>(
 fn build(tail: &[&str]) -> Result<Command, String> {
     let mut dest = None;
     let mut open = false;
+    let mut no_cache = false;
     let dir = walk("build", tail, |name, next| match name {
         "-d" | "--dest-dir" => {
             let value = next.ok_or_else(|| usage("build", "`--dest-dir` needs a DIR"))?;
@@ -253,18 +258,28 @@ fn build(tail: &[&str]) -> Result<Command, String> {
             open = true;
             Ok(Some(false))
         }
+        "--no-cache" => {
+            no_cache = true;
+            Ok(Some(false))
+        }
         "--format" | "--deny" => Err(usage(
             "build",
             &format!("`{name}` belongs to `check`, not `build`"),
         )),
         _ => Ok(None),
     })?;
-    Ok(Command::Build { dir, dest, open })
+    Ok(Command::Build {
+        dir,
+        dest,
+        open,
+        no_cache,
+    })
 }
 
 fn check(tail: &[&str]) -> Result<Command, String> {
     let mut format = Format::Text;
     let mut deny_unverified = false;
+    let mut no_cache = false;
     let dir = walk("check", tail, |name, next| match name {
         "--format" => {
             format = match next {
@@ -294,12 +309,17 @@ fn check(tail: &[&str]) -> Result<Command, String> {
                 &format!("`--deny` takes `unverified`, not `{}`", other.unwrap_or("")),
             )),
         },
+        "--no-cache" => {
+            no_cache = true;
+            Ok(Some(false))
+        }
         _ => Ok(None),
     })?;
     Ok(Command::Check {
         dir,
         format,
         deny_unverified,
+        no_cache,
     })
 }
 
@@ -317,12 +337,14 @@ mod tests {
     fn subcommands_and_flags() {
         assert_eq!(parse_line("").unwrap().command, Command::Protocol);
         assert_eq!(
-            parse_line("check book --format=json --deny unverified --color never").unwrap(),
+            parse_line("check book --format=json --deny unverified --color never --no-cache")
+                .unwrap(),
             Parsed {
                 command: Command::Check {
                     dir: PathBuf::from("book"),
                     format: Format::Json,
-                    deny_unverified: true
+                    deny_unverified: true,
+                    no_cache: true
                 },
                 color: ColorChoice::Never
             }
@@ -332,15 +354,19 @@ mod tests {
             Command::Build {
                 dir: PathBuf::from("."),
                 dest: Some(PathBuf::from("out")),
-                open: true
+                open: true,
+                no_cache: false
             }
         );
         assert_eq!(
-            parse_line("build . --dest-dir=x").unwrap().command,
+            parse_line("build . --dest-dir=x --no-cache")
+                .unwrap()
+                .command,
             Command::Build {
                 dir: PathBuf::from("."),
                 dest: Some(PathBuf::from("x")),
-                open: false
+                open: false,
+                no_cache: true
             }
         );
     }

@@ -121,6 +121,19 @@ impl Provider {
         &self.description
     }
 
+    /// What identifies this build of the provider's kernels: the host program's own content
+    /// hash for a provider linked into it, the hash a child announces in its greeting, each
+    /// with the registry's path; `None`
+    /// (nothing may be cached) when a child does not announce one.
+    pub fn identity(&self) -> Option<String> {
+        let build = match self.backend {
+            Backend::InProcess(_) => fkc_provider::identity::own_binary(),
+            Backend::Child(_) => self.hello.build.as_deref(),
+        }?;
+        // One binary may link several registries: the registry is part of the identity.
+        Some(format!("{build} {}", self.hello.registry))
+    }
+
     /// Whether the provider runs in this process.
     pub fn is_in_process(&self) -> bool {
         matches!(self.backend, Backend::InProcess(_))

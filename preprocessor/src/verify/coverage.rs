@@ -13,14 +13,8 @@ impl Gate<'_> {
         let contract = self.domain.contract;
         let mut hits = vec![0usize; contract.fast_paths.len()];
         for (sample, outputs) in admitted {
-            let mut bindings = self.domain.bindings(sample, dtype);
-            self.domain.bind_outputs(&mut bindings, outputs);
             for (hit, path) in hits.iter_mut().zip(&contract.fast_paths) {
-                if crate::expr::eval(&path.expr, &bindings)
-                    .ok()
-                    .and_then(|v| v.as_bool())
-                    == Some(true)
-                {
+                if self.domain.holds(&path.expr, sample, outputs, dtype) {
                     *hit += 1;
                 }
             }

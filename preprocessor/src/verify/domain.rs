@@ -19,7 +19,12 @@ const MAX_EVALUATIONS: usize = 4_000_000;
 
 /// Random candidates without a new sample after which drawing stops (once the admitted quota is
 /// met); the quotas still open are then filled by moving one variable of admitted samples.
-const IDLE_ATTEMPTS: usize = 1500;
+const IDLE_ATTEMPTS: usize = 200;
+/// Admitted samples in a row whose every one-variable move breaks no open part alone, after
+/// which filling the breaking quotas by moving stops.
+const IDLE_NEIGHBOURHOODS: usize = 4;
+/// Candidates tried to find an admitted sample taking a fast path none of the drawn ones takes.
+const FAST_PATH_SEARCH: usize = 4000;
 
 impl Gate<'_> {
     /// Fills each constraint part's breaking quota by moving one variable (a dimension or a
@@ -38,7 +43,9 @@ impl Gate<'_> {
         if (0..constraints).all(|c| !open(breaking, c)) {
             return;
         }
+        let mut idle = 0;
         for (sample, _) in admitted {
+            let before = breaking.len();
             for candidate in sample.neighbours() {
                 if let Verdict::Breaks { constraint } = self.domain.verdict(&candidate, dtype)
                     && open(breaking, constraint)
@@ -48,6 +55,65 @@ impl Gate<'_> {
                     if (0..constraints).all(|c| !open(breaking, c)) {
                         return;
                     }
+                }
+            }
+            idle = if breaking.len() > before { 0 } else { idle + 1 };
+            if idle >= IDLE_NEIGHBOURHOODS {
+                return; // the open quotas cannot be met by moving one variable
+            }
+        }
+    }
+
+    /// Adds up to `most` admitted samples at the edge of the box: one variable of an admitted
+    /// sample moved to its smallest value (a unit dimension, a parameter of 0 or 1), where a
+    /// loosened constraint lets through what the kernel refuses. Random draws reach these
+    /// rarely.
+    fn add_edge_samples(&self, dtype: DType, admitted: &mut Admitted, most: usize) {
+        const BASES: usize = 2;
+        let bases: Vec<Sample> = admitted
+            .iter()
+            .take(BASES)
+            .map(|(s, _)| s.clone())
+            .collect();
+        let mut added = 0;
+        for base in &bases {
+            for candidate in base.neighbours().filter(|n| n.moved_to_edge(base)) {
+                if added >= most {
+                    return;
+                }
+                if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
+                    && !admitted.iter().any(|(s, _)| *s == candidate)
+                {
+                    admitted.push((candidate, outputs));
+                    added += 1;
+                }
+            }
+        }
+    }
+
+    /// Adds, for each fast path no admitted sample takes, one admitted sample that takes it,
+    /// searched with bounded effort (fresh draws and one-variable moves of admitted samples).
+    fn cover_fast_paths(&self, dtype: DType, rng: &mut Rng, admitted: &mut Admitted) {
+        for path in &self.domain.contract.fast_paths {
+            let taken = |admitted: &Admitted| {
+                admitted
+                    .iter()
+                    .any(|(s, o)| self.domain.holds(&path.expr, s, o, dtype))
+            };
+            if admitted.is_empty() || taken(admitted) {
+                continue;
+            }
+            for attempt in 0..FAST_PATH_SEARCH {
+                let start = usize::try_from(rng.range(0, admitted.len() as i64 - 1)).unwrap_or(0);
+                let candidate = match admitted.get(start).filter(|_| attempt % 2 == 1) {
+                    Some((from, _)) => from.moved(rng),
+                    None => self.domain.draw(rng),
+                };
+                if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
+                    && self.domain.holds(&path.expr, &candidate, &outputs, dtype)
+                {
+                    admitted.push((candidate, outputs));
+                    break;
                 }
             }
         }
@@ -67,14 +133,25 @@ impl Gate<'_> {
             .min(MAX_EVALUATIONS / (1 + constraints));
         let quota = options.samples.div_ceil(4);
         let mut idle = 0;
-        for _ in 0..attempts {
-            let sample = self.domain.draw(&mut rng);
+        // Admitted samples found by moving one variable of another admitted sample: a step of a
+        // walk admits far more often than a fresh draw, but at most two in three admitted
+        // samples come from it, so the independent fresh draws keep the set diverse.
+        let mut walked = 0;
+        for attempt in 0..attempts {
+            let fresh = admitted.len() - walked;
+            let walk = attempt % 2 == 1 && walked < 2 * fresh && admitted.len() < options.samples;
+            let start = usize::try_from(rng.range(0, admitted.len() as i64 - 1)).unwrap_or(0);
+            let sample = match admitted.get(start).filter(|_| walk) {
+                Some((from, _)) => from.moved(&mut rng),
+                None => self.domain.draw(&mut rng),
+            };
             let progress = match self.domain.verdict(&sample, dtype) {
                 Verdict::Admitted { outputs }
                     if admitted.len() < options.samples
                         && !admitted.iter().any(|(s, _)| *s == sample) =>
                 {
                     admitted.push((sample, outputs));
+                    walked += usize::from(walk);
                     true
                 }
                 Verdict::Breaks { constraint }
@@ -91,6 +168,8 @@ impl Gate<'_> {
                 break;
             }
         }
+        self.add_edge_samples(dtype, &mut admitted, quota);
+        self.cover_fast_paths(dtype, &mut rng, &mut admitted);
         self.break_by_moving_one_variable(dtype, &admitted, &mut breaking, constraints, quota);
         (admitted, breaking)
     }

@@ -68,7 +68,7 @@ type Admitted = Vec<(Sample, Vec<Vec<i64>>)>;
 type Breaking = Vec<(Sample, usize)>;
 
 /// What was verified, for the page: (check, what was run).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Evidence {
     pub rows: Vec<(String, String)>,
     /// The worked example shown on the page (when the gate passed).

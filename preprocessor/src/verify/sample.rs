@@ -133,6 +133,69 @@ impl Sample {
         dims.chain(params)
     }
 
+    /// This sample with one variable (a dimension of a present input, or one parameter value)
+    /// moved to a random value of the sampled box — a step of a walk through the domain.
+    pub fn moved(&self, rng: &mut Rng) -> Sample {
+        let mut moved = self.clone();
+        let dims: Vec<&mut i64> = moved
+            .inputs
+            .iter_mut()
+            .filter(|(_, _, present)| *present)
+            .flat_map(|(_, dims, _)| dims.iter_mut())
+            .collect();
+        let dim_count = dims.len();
+        let params: Vec<&mut i64> = moved
+            .params
+            .iter_mut()
+            .flat_map(|(_, param)| match param {
+                Param::Int(v) => std::slice::from_mut(v),
+                Param::Ints(values) => values.as_mut_slice(),
+            })
+            .collect();
+        let total = dim_count + params.len();
+        let pick = usize::try_from(rng.range(0, total as i64 - 1)).unwrap_or(0);
+        let (slot, value) = if pick < dim_count {
+            (dims.into_iter().nth(pick), rng.range(1, 6))
+        } else {
+            (params.into_iter().nth(pick - dim_count), small(rng))
+        };
+        if let Some(slot) = slot {
+            *slot = value;
+        }
+        moved
+    }
+
+    /// Every variable's (value, smallest value of the sampled box) in a fixed order: present
+    /// inputs' dims (from 1), then parameter values (from 0).
+    fn variables(&self) -> Vec<(i64, i64)> {
+        let dims = self
+            .inputs
+            .iter()
+            .filter(|(_, _, present)| *present)
+            .flat_map(|(_, dims, _)| dims.iter().map(|d| (*d, 1)));
+        let params = self
+            .params
+            .iter()
+            .flat_map(|(_, param)| match param {
+                Param::Int(v) => std::slice::from_ref(v),
+                Param::Ints(values) => values.as_slice(),
+            })
+            .map(|v| (*v, 0));
+        dims.chain(params).collect()
+    }
+
+    /// Whether this sample is `base` with one variable moved to the edge of the sampled box:
+    /// a dimension to 1, a parameter to 0 or 1.
+    pub fn moved_to_edge(&self, base: &Sample) -> bool {
+        let (mine, theirs) = (self.variables(), base.variables());
+        mine.len() == theirs.len()
+            && mine
+                .iter()
+                .zip(&theirs)
+                .filter(|(a, b)| a != b)
+                .all(|((value, low), _)| *value == *low || (*low == 0 && *value == 1))
+    }
+
     pub fn dims(&self, input: &str) -> Option<&[i64]> {
         self.inputs
             .iter()
@@ -313,59 +376,62 @@ impl Domain<'_> {
         }
     }
 
-    /// The contract's constraints that apply to a sample: (index, holds?) — `None` when the
-    /// expression cannot be evaluated (a zero divisor, an overflow).
-    pub fn constraint_results(
-        &self,
-        sample: &Sample,
-        bindings: &Bindings,
-    ) -> Vec<(usize, Option<bool>)> {
-        let mut results = Vec::new();
-        for (index, (input, constraint)) in self.contract.input_constraints.iter().enumerate() {
-            let present = sample
+    /// The constraints a sample breaks — `None` as soon as two are false or one cannot be
+    /// evaluated (a zero divisor, an overflow): such a sample is neither admitted nor breaking.
+    fn broken_constraint(&self, sample: &Sample, bindings: &Bindings) -> Option<Option<usize>> {
+        let present = |input: &str| {
+            sample
                 .inputs
                 .iter()
-                .any(|(name, _, present)| name == input && *present);
-            if present {
-                results.push((
-                    index,
-                    expr::eval(&constraint.expr, bindings)
-                        .ok()
-                        .and_then(|v| v.as_bool()),
-                ));
+                .any(|(name, _, present)| name == input && *present)
+        };
+        let inputs = self.contract.input_constraints.iter();
+        let applying = inputs
+            .map(|(input, constraint)| present(input).then_some(constraint))
+            .chain(self.contract.param_constraints.iter().map(|(_, c)| Some(c)));
+        let mut broken = None;
+        for (index, constraint) in applying.enumerate() {
+            let Some(constraint) = constraint else {
+                continue;
+            };
+            if !expr::eval(&constraint.expr, bindings).ok()?.as_bool()? {
+                if broken.is_some() {
+                    return None;
+                }
+                broken = Some(index);
             }
         }
-        let offset = self.contract.input_constraints.len();
-        for (index, (_, constraint)) in self.contract.param_constraints.iter().enumerate() {
-            results.push((
-                offset + index,
-                expr::eval(&constraint.expr, bindings)
-                    .ok()
-                    .and_then(|v| v.as_bool()),
-            ));
-        }
-        results
+        Some(broken)
+    }
+
+    /// Whether `condition` (a fast path's `when`) holds on an admitted sample with its outputs.
+    pub fn holds(
+        &self,
+        condition: &expr::Expr,
+        sample: &Sample,
+        outputs: &[Vec<i64>],
+        dtype: DType,
+    ) -> bool {
+        let mut bindings = self.bindings(sample, dtype);
+        self.bind_outputs(&mut bindings, outputs);
+        expr::eval(condition, &bindings)
+            .ok()
+            .and_then(|v| v.as_bool())
+            == Some(true)
     }
 
     /// Classifies a sample.
     pub fn verdict(&self, sample: &Sample, dtype: DType) -> Verdict {
         let bindings = self.bindings(sample, dtype);
+        let Some(broken) = self.broken_constraint(sample, &bindings) else {
+            return Verdict::Other;
+        };
         let Some(outputs) = self.outputs(sample, &bindings) else {
             return Verdict::Other;
         };
-        let results = self.constraint_results(sample, &bindings);
-        if results.iter().any(|(_, holds)| holds.is_none()) {
-            return Verdict::Other;
-        }
-        let broken: Vec<usize> = results
-            .iter()
-            .filter(|(_, holds)| *holds == Some(false))
-            .map(|(i, _)| *i)
-            .collect();
-        match broken.as_slice() {
-            [] => Verdict::Admitted { outputs },
-            [one] => Verdict::Breaks { constraint: *one },
-            _ => Verdict::Other,
+        match broken {
+            None => Verdict::Admitted { outputs },
+            Some(constraint) => Verdict::Breaks { constraint },
         }
     }
 }

@@ -15,7 +15,7 @@ use fkc_provider::{AnyTensor, DType, Operand};
 use std::sync::Arc;
 
 /// What a mark on a cell means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MarkKind {
     /// A tap the traced computation reads (input or weight), numbered.
@@ -28,7 +28,7 @@ pub enum MarkKind {
 
 /// A marked cell, in the grid's own (unpadded) coordinates: padding cells are negative or
 /// beyond the last row/column.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Mark {
     pub row: i64,
     pub col: i64,
@@ -38,7 +38,7 @@ pub struct Mark {
 }
 
 /// A 2-D slice of a tensor, drawn with a padded border of `pad` (rows, cols) on every side.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Grid {
     pub label: String,
     pub rows: usize,
@@ -51,7 +51,7 @@ pub struct Grid {
 }
 
 /// A cost formula evaluated on the example.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CostValue {
     pub name: String,
     pub formula: String,
@@ -59,7 +59,7 @@ pub struct CostValue {
 }
 
 /// One reduction length of a drift measurement.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DriftPoint {
     /// Terms summed per output (the reduction length K).
     pub length: usize,
@@ -70,7 +70,7 @@ pub struct DriftPoint {
 }
 
 /// `|T-accumulated − exact|` against reduction length, measured by running the kernel.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Drift {
     pub dtype: String,
     /// What one output does with its K terms ("summed K products of random values in [-1, 1)").
@@ -81,7 +81,7 @@ pub struct Drift {
 }
 
 /// What ran, on what, with what result.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Worked {
     pub symbol: String,
     pub dtype: String,

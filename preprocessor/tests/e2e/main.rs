@@ -6,6 +6,7 @@
 
 mod browser;
 mod build;
+mod cache;
 mod cli;
 mod diagnostics_index;
 mod hostile;

@@ -1,0 +1,124 @@
+//! The verification cache and parallel verification: a warm check reuses what passed (proved by
+//! planting a marker in the stored evidence), an edited contract is verified again, `--no-cache`
+//! and `cache = false` verify everything afresh, the cache never lives among the sources, and
+//! the results do not depend on the thread count.
+
+use crate::support::*;
+use mdbook_fkc::Checker as BookChecker;
+use mdbook_fkc::{Renderer, VerifyOptions};
+use std::path::Path;
+
+const MARKER: &str = "PLANTED-IN-THE-CACHE";
+
+fn entries(book: &Path) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(book.join("target/fkc-cache")) {
+        Ok(dir) => dir.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Rewrites every stored entry so its first evidence row says [`MARKER`].
+fn plant_marker(book: &Path) {
+    for entry in entries(book) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        let mut evidence: serde_json::Value = serde_json::from_str(&text).unwrap();
+        evidence["rows"][0][1] = serde_json::Value::String(MARKER.to_owned());
+        std::fs::write(&entry, evidence.to_string()).unwrap();
+    }
+}
+
+fn check_json(book: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["check", "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = fkc(&args, book);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+fn a_warm_check_reuses_what_passed_and_an_edited_contract_is_verified_again() {
+    let book = project_book();
+    let cold = check_json(&book, &[]);
+    assert!(!cold.contains(MARKER));
+    let stored = entries(&book).len();
+    // Every passing contract of the book is stored; failing ones (the diagnostics index's
+    // examples) are not.
+    assert_eq!(stored, 5, "{:?}", entries(&book));
+    plant_marker(&book);
+    let warm = check_json(&book, &[]);
+    assert_eq!(
+        warm.matches(MARKER).count(),
+        5,
+        "the warm check did not read the cache"
+    );
+    assert!(!check_json(&book, &["--no-cache"]).contains(MARKER));
+
+    // Editing one contract (a comment is enough) verifies that one again, and only it.
+    let chapter = book.join("book/contracts/contiguize.md");
+    let text = std::fs::read_to_string(&chapter).unwrap();
+    let edited = text.replacen("```fkc\n", "```fkc\n# edited\n", 1);
+    assert_ne!(text, edited);
+    std::fs::write(&chapter, edited).unwrap();
+    let after_edit = check_json(&book, &[]);
+    assert_eq!(after_edit.matches(MARKER).count(), 4);
+    assert_eq!(entries(&book).len(), stored + 1);
+}
+
+#[test]
+fn cache_false_turns_the_cache_off_and_a_cache_among_the_sources_is_refused() {
+    let book = project_book();
+    let toml = book.join("book.toml");
+    let original = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        original.replace(
+            "[preprocessor.fkc]\n",
+            "[preprocessor.fkc]\ncache = false\n",
+        ),
+    )
+    .unwrap();
+    check_json(&book, &[]);
+    assert!(
+        entries(&book).is_empty(),
+        "cache = false still wrote entries"
+    );
+
+    std::fs::write(
+        &toml,
+        original.replace(
+            "[preprocessor.fkc]\n",
+            "[preprocessor.fkc]\ncache-dir = \"book/.fkc-cache\"\n",
+        ),
+    )
+    .unwrap();
+    let out = fkc(&["check"], &book);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("inside the book's sources"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!book.join("book/.fkc-cache").exists());
+}
+
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let path = "book/seed/reference-conv-pool.md";
+    let content = std::fs::read_to_string(repo_root().join(path)).unwrap();
+    let renderer = Renderer::new(None).unwrap();
+    let run = |jobs: usize| {
+        let mut checker =
+            BookChecker::with_options(&renderer, VerifyOptions::default()).with_jobs(Some(jobs));
+        let report = checker.chapter_at(path, &content, "../").unwrap();
+        let diagnostics: Vec<String> = report
+            .diagnostics
+            .iter()
+            .map(|d| format!("{} {:?} {}", d.code, d.span, d.message))
+            .collect();
+        (report.content.unwrap(), diagnostics)
+    };
+    let one = run(1);
+    assert!(one.0.contains("fkc-contract"), "nothing was rendered");
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(5));
+}
