@@ -48,6 +48,7 @@ impl Gate<'_> {
                 ),
             ));
         }
+        self.alternatives_alone(dtype, admitted);
         let optional: Vec<String> = self
             .raw
             .inputs
@@ -73,6 +74,38 @@ impl Gate<'_> {
             self.evidence
                 .rows
                 .push(("optional inputs".to_owned(), optional.join("; ")));
+        }
+    }
+
+    /// For each constraint part written `a || b`, how many admitted samples — each accepted by
+    /// the kernel — had each alternative holding alone; one never seen alone is shown as not
+    /// shown to be sufficient.
+    fn alternatives_alone(&mut self, dtype: DType, admitted: &[(Sample, Vec<Vec<i64>>)]) {
+        for (part, alternatives) in self.domain.alternatives() {
+            let counts: Vec<String> = (0..alternatives.len())
+                .map(|which| {
+                    let alone = admitted
+                        .iter()
+                        .filter(|(s, _)| self.domain.alone(&alternatives, which, s, dtype))
+                        .count();
+                    let text = alternatives
+                        .get(which)
+                        .map_or(String::new(), |a| a.to_source());
+                    if alone == 0 {
+                        format!("`{text}`: never alone on the drawn samples, so not shown to be sufficient")
+                    } else {
+                        format!("`{text}`: alone on {alone}, each accepted")
+                    }
+                })
+                .collect();
+            self.evidence.rows.push((
+                "`||` alternatives satisfied alone".to_owned(),
+                format!(
+                    "`{}` — {}",
+                    self.constraint_source(part).1,
+                    counts.join("; ")
+                ),
+            ));
         }
     }
 }

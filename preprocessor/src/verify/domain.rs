@@ -23,8 +23,9 @@ const IDLE_ATTEMPTS: usize = 200;
 /// Admitted samples in a row whose every one-variable move breaks no open part alone, after
 /// which filling the breaking quotas by moving stops.
 const IDLE_NEIGHBOURHOODS: usize = 4;
-/// Candidates tried to find an admitted sample taking a fast path none of the drawn ones takes.
-const FAST_PATH_SEARCH: usize = 4000;
+/// Candidates tried to find an admitted sample meeting a condition none of the drawn ones meets
+/// (a fast path's `when`, an `||` alternative alone).
+const CONDITION_SEARCH: usize = 3000;
 
 impl Gate<'_> {
     /// Fills each constraint part's breaking quota by moving one variable (a dimension or a
@@ -91,26 +92,35 @@ impl Gate<'_> {
         }
     }
 
-    /// Adds, for each fast path no admitted sample takes, one admitted sample that takes it,
-    /// searched with bounded effort (fresh draws and one-variable moves of admitted samples).
-    fn cover_fast_paths(&self, dtype: DType, rng: &mut Rng, admitted: &mut Admitted) {
-        for path in &self.domain.contract.fast_paths {
-            let taken = |admitted: &Admitted| {
-                admitted
-                    .iter()
-                    .any(|(s, o)| self.domain.holds(&path.expr, s, o, dtype))
-            };
-            if admitted.is_empty() || taken(admitted) {
+    /// Adds, for each condition no admitted sample meets — a fast path's `when`, or one `||`
+    /// alternative holding alone — one admitted sample that meets it, searched with bounded
+    /// effort (fresh draws and one-variable moves of admitted samples).
+    fn cover_conditions(&self, dtype: DType, rng: &mut Rng, admitted: &mut Admitted) {
+        let domain = &self.domain;
+        let mut conditions: Vec<Box<dyn Fn(&Sample, &[Vec<i64>]) -> bool + '_>> = Vec::new();
+        for path in &domain.contract.fast_paths {
+            conditions.push(Box::new(move |s, o| domain.holds(&path.expr, s, o, dtype)));
+        }
+        for (_, alternatives) in domain.alternatives() {
+            for which in 0..alternatives.len() {
+                let alternatives = alternatives.clone();
+                conditions.push(Box::new(move |s, _| {
+                    domain.alone(&alternatives, which, s, dtype)
+                }));
+            }
+        }
+        for condition in &conditions {
+            if admitted.is_empty() || admitted.iter().any(|(s, o)| condition(s, o)) {
                 continue;
             }
-            for attempt in 0..FAST_PATH_SEARCH {
+            for attempt in 0..CONDITION_SEARCH {
                 let start = usize::try_from(rng.range(0, admitted.len() as i64 - 1)).unwrap_or(0);
                 let candidate = match admitted.get(start).filter(|_| attempt % 2 == 1) {
                     Some((from, _)) => from.moved(rng),
-                    None => self.domain.draw(rng),
+                    None => domain.draw(rng),
                 };
-                if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
-                    && self.domain.holds(&path.expr, &candidate, &outputs, dtype)
+                if let Verdict::Admitted { outputs } = domain.verdict(&candidate, dtype)
+                    && condition(&candidate, &outputs)
                 {
                     admitted.push((candidate, outputs));
                     break;
@@ -169,7 +179,7 @@ impl Gate<'_> {
             }
         }
         self.add_edge_samples(dtype, &mut admitted, quota);
-        self.cover_fast_paths(dtype, &mut rng, &mut admitted);
+        self.cover_conditions(dtype, &mut rng, &mut admitted);
         self.break_by_moving_one_variable(dtype, &admitted, &mut breaking, constraints, quota);
         (admitted, breaking)
     }

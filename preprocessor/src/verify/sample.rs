@@ -420,6 +420,37 @@ impl Domain<'_> {
             == Some(true)
     }
 
+    /// The constraint parts written as `a || b || …`: (part index, alternatives), numbered as
+    /// [`Verdict::Breaks`] numbers parts.
+    pub fn alternatives(&self) -> Vec<(usize, Vec<&expr::Expr>)> {
+        let parts = self.contract.input_constraints.iter().map(|(_, c)| c);
+        let parts = parts.chain(self.contract.param_constraints.iter().map(|(_, c)| c));
+        parts
+            .enumerate()
+            .filter_map(|(index, part)| {
+                let alternatives = disjuncts(&part.expr);
+                (alternatives.len() > 1).then_some((index, alternatives))
+            })
+            .collect()
+    }
+
+    /// Whether, on `sample`, alternative `which` is the only one of `alternatives` that holds.
+    pub fn alone(
+        &self,
+        alternatives: &[&expr::Expr],
+        which: usize,
+        sample: &Sample,
+        dtype: DType,
+    ) -> bool {
+        let bindings = self.bindings(sample, dtype);
+        alternatives.iter().enumerate().all(|(index, alternative)| {
+            let holds = expr::eval(alternative, &bindings)
+                .ok()
+                .and_then(|v| v.as_bool());
+            holds == Some(index == which)
+        })
+    }
+
     /// Classifies a sample.
     pub fn verdict(&self, sample: &Sample, dtype: DType) -> Verdict {
         let bindings = self.bindings(sample, dtype);
@@ -433,6 +464,23 @@ impl Domain<'_> {
             None => Verdict::Admitted { outputs },
             Some(constraint) => Verdict::Breaks { constraint },
         }
+    }
+}
+
+/// The alternatives of a top-level `||` chain (one expression when there is none).
+fn disjuncts(e: &expr::Expr) -> Vec<&expr::Expr> {
+    match &e.kind {
+        expr::ExprKind::Binary {
+            op: expr::BinOp::Or,
+            lhs,
+            rhs,
+            ..
+        } => {
+            let mut all = disjuncts(lhs);
+            all.extend(disjuncts(rhs));
+            all
+        }
+        _ => vec![e],
     }
 }
 
