@@ -23,6 +23,9 @@ const IDLE_ATTEMPTS: usize = 200;
 /// Admitted samples in a row whose every one-variable move breaks no open part alone, after
 /// which filling the breaking quotas by moving stops.
 const IDLE_NEIGHBOURHOODS: usize = 4;
+/// A property of an admitted sample (with its outputs) that some admitted sample should have.
+type Condition<'a> = dyn Fn(&Sample, &[Vec<i64>]) -> bool + 'a;
+
 /// Candidates tried to find an admitted sample meeting a condition none of the drawn ones meets
 /// (a fast path's `when`, an `||` alternative alone).
 const CONDITION_SEARCH: usize = 3000;
@@ -97,7 +100,7 @@ impl Gate<'_> {
     /// effort (fresh draws and one-variable moves of admitted samples).
     fn cover_conditions(&self, dtype: DType, rng: &mut Rng, admitted: &mut Admitted) {
         let domain = &self.domain;
-        let mut conditions: Vec<Box<dyn Fn(&Sample, &[Vec<i64>]) -> bool + '_>> = Vec::new();
+        let mut conditions: Vec<Box<Condition<'_>>> = Vec::new();
         for path in &domain.contract.fast_paths {
             conditions.push(Box::new(move |s, o| domain.holds(&path.expr, s, o, dtype)));
         }
