@@ -55,6 +55,12 @@ fn same<T: Element>(got: &[T], want: &[T]) -> bool {
             .all(|(a, b)| a.to_bits_u64() == b.to_bits_u64() || (a.is_nan() && b.is_nan()))
 }
 
+/// Every NaN is the canonical quiet NaN `T::nan()`.
+fn canonical_nans<T: Element>(values: &[T]) -> bool {
+    let nan = T::nan().to_bits_u64();
+    values.iter().all(|v| !v.is_nan() || v.to_bits_u64() == nan)
+}
+
 fn exact_bits<T: Element>(got: &[T], want: &[T]) -> bool {
     got.len() == want.len()
         && got
@@ -117,6 +123,11 @@ fn check_conv2d<T: Element>(seed: u64, cases: usize, specials: bool) {
         assert!(
             ok,
             "{:?}: conv2d differs from the naive loop: {c:?}",
+            T::DTYPE
+        );
+        assert!(
+            canonical_nans(got.data()),
+            "{:?}: conv2d NaN: {c:?}",
             T::DTYPE
         );
         for threads in [2, 3] {
@@ -240,6 +251,11 @@ fn check_conv_t<T: Element>(seed: u64, cases: usize, specials: bool) {
             exact_bits(got.data(), &naive)
         };
         assert!(ok, "{:?}: conv_transpose2d differs: {c:?}", T::DTYPE);
+        assert!(
+            canonical_nans(got.data()),
+            "{:?}: conv_t NaN: {c:?}",
+            T::DTYPE
+        );
         let t = conv_transpose2d_threaded(&x, &w, &p, 2).unwrap();
         assert!(exact_bits(t.data(), got.data()), "2 threads: {c:?}");
         ran += 1;

@@ -190,6 +190,15 @@ pub(crate) fn axpy_scatter<T: Element>(acc: &mut [T], step: usize, x: &[T], w: T
     }
 }
 
+/// Makes every NaN of `values` the canonical quiet NaN `T::nan()`: which NaN a sum of two
+/// NaNs yields depends on how the compiler ordered the operands, so the convolutions store
+/// one NaN only (their vector path does the same in its stores).
+pub(crate) fn canonical_nans<T: Element>(values: &mut [T]) {
+    for v in values.iter_mut().filter(|v| v.is_nan()) {
+        *v = T::nan();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,8 @@
 
 use crate::error::{KernelError, KernelErrorKind};
 use crate::ops::common::{
-    GatherAxis, axpy_gather, check_out_numel, ensure, require_nonempty, require_rank, valid_range,
+    GatherAxis, axpy_gather, canonical_nans, check_out_numel, ensure, require_nonempty,
+    require_rank, valid_range,
 };
 use crate::ops::tile::{self, ColPhase, ColTap, Gather, GatherPlan, WeightLayout};
 use crate::shape::zeroed_vec;
@@ -251,7 +252,8 @@ fn check_bias(
 /// with a separate multiply and add (never FMA). The loops are reordered to run across output
 /// columns for a fixed tap, but each output still adds its terms in exactly this order, so the
 /// result is bitwise the naive nested sum. A NaN or Inf weight on a skipped tap never reaches
-/// the sum.
+/// the sum. Every NaN output is the canonical quiet NaN `T::nan()` (which NaN a sum of two
+/// NaNs yields is up to the compiler's operand order, so it is not part of the result).
 pub fn conv2d<T: Element>(
     x: &RefTensor<T>,
     weight: &RefTensor<T>,
@@ -309,6 +311,7 @@ fn conv2d_run<T: Element>(
             }
         }
     }
+    canonical_nans(&mut out);
     Ok(RefTensor::from_vec(out, &out_dims)?)
 }
 

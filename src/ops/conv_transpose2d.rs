@@ -7,8 +7,8 @@
 
 use crate::error::{KernelError, KernelErrorKind};
 use crate::ops::common::{
-    add, axpy_scatter, check_out_numel, ensure, in_context, mul, require_nonempty, require_rank,
-    valid_range,
+    add, axpy_scatter, canonical_nans, check_out_numel, ensure, in_context, mul, require_nonempty,
+    require_rank, valid_range,
 };
 use crate::ops::tile::{self, ColPhase, ColTap, Gather, GatherPlan, WeightLayout};
 use crate::shape::zeroed_vec;
@@ -268,7 +268,8 @@ impl ConvTranspose2dParams {
 /// For `f32`, `f64`, `bf16` and `f16` the kernel runs as a gather instead: for each output it
 /// visits ascending `ci`, then descending `kh`, then descending `kw`, keeping only the taps
 /// with `oh + ph − kh·dh` and `ow + pw − kw·dw` divisible by the strides and landing inside
-/// the input — the same terms in the same order, so bitwise the same result.
+/// the input — the same terms in the same order, so bitwise the same result. Every NaN
+/// output is the canonical quiet NaN `T::nan()`, as in [`crate::ops::conv2d::conv2d`].
 pub fn conv_transpose2d<T: Element>(
     x: &RefTensor<T>,
     weight: &RefTensor<T>,
@@ -299,6 +300,7 @@ pub fn conv_transpose2d_threaded<T: Element>(
             scatter_channel(&g, x.data(), weight.data(), n, co, acc);
         }
     }
+    canonical_nans(&mut out);
     Ok(RefTensor::from_vec(out, &out_dims)?)
 }
 

@@ -40,6 +40,8 @@ pub(crate) trait Lane: Copy + Default + num_traits::Float + Send + Sync + 'stati
     fn mask_between<S: Simd>(s: S, start: usize, end: usize) -> Self::M<S>;
     /// Lane maximum `v > running || running is NaN ? v : running` (the pooling step).
     fn max_step<S: Simd>(s: S, running: Self::V<S>, v: Self::V<S>) -> Self::V<S>;
+    /// `v` with every NaN lane replaced by the canonical quiet NaN (`Self::nan()`).
+    fn canonical_nan<S: Simd>(s: S, v: Self::V<S>) -> Self::V<S>;
 }
 
 /// Lane indices, for building masks (pulp's own `mask_between` indexes a table out of bounds
@@ -126,6 +128,10 @@ macro_rules! impl_lane {
             fn max_step<S: Simd>(s: S, running: S::$v, v: S::$v) -> S::$v {
                 let take = s.$or_m(s.$gt(v, running), s.$not_m(s.$eq(running, running)));
                 s.$select(take, v, running)
+            }
+            #[inline(always)]
+            fn canonical_nan<S: Simd>(s: S, v: S::$v) -> S::$v {
+                s.$select(s.$eq(v, v), v, s.$splat(<$t>::NAN))
             }
         }
     };

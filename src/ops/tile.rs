@@ -14,6 +14,16 @@
 //! for all `CT` channels. Work is split over (image, channel tile) pairs, optionally across
 //! threads; every output is computed by the same instructions whatever the split, so the
 //! result does not depend on the thread count.
+//!
+//! NaN outputs are stored as the canonical quiet NaN (`T::nan()`). When two NaNs meet in an
+//! add or a multiply, x86 returns the first source operand's NaN, and LLVM, for which `fadd`
+//! and `fmul` commute, picks the operand order per compiled copy of the code (Rust leaves the
+//! payload and sign of such a NaN unspecified). The one-thread call and the thread closure
+//! can be compiled as separate copies of the same kernel (as in debug builds, with many
+//! codegen units), and then the same sum of, say, an input NaN and a `0 · ∞` NaN came out
+//! with a different sign in one thread layout than in another. Which NaN it is was never
+//! part of the result (the naive loop has the same freedom); storing one NaN makes every
+//! output bit independent of code layout and thread count.
 
 use std::any::Any;
 use std::ops::Range;
@@ -703,26 +713,42 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
                     }
                 }
             }
-            let co = item.co0;
             let out_row = &mut item.out[self.oh * g.out_width..][..g.out_width];
-            for (v, &a) in acc.iter().enumerate() {
-                let jb = j0 + v * lanes;
-                if jb >= phase.count {
-                    break;
-                }
-                let val = match job.bias {
-                    Some(b) => R::plus(s, a, <Acc<E>>::splat(s, b[co])),
-                    None => a,
-                };
-                let n = (phase.count - jb).min(lanes);
-                if g.out_step == 1 {
-                    <Acc<E>>::store(s, &mut out_row[phase.out_base + jb..][..n], val);
-                } else {
-                    let mut tmp = [<Acc<E>>::default(); 64];
-                    <Acc<E>>::store(s, &mut tmp[..lanes], val);
-                    for (i, &t) in tmp[..n].iter().enumerate() {
-                        out_row[phase.out_base + (jb + i) * g.out_step] = t;
-                    }
+            self.put::<R, NV>(&acc, item.co0, j0, out_row);
+        }
+    }
+
+    /// Stores the sums `acc` of output channel `co`, tile columns from `j0` of the phase, into
+    /// its output row: plus the bias (one more rounded add), every NaN made the canonical
+    /// quiet NaN (see the module documentation), tail lanes past the phase dropped.
+    #[inline(always)]
+    fn put<R: Rounding<A = Acc<E>>, const NV: usize>(
+        &self,
+        acc: &[Vector<E, S>; NV],
+        co: usize,
+        j0: usize,
+        out_row: &mut [Acc<E>],
+    ) {
+        let (s, job, phase, lanes) = (self.s, self.job, self.phase, self.lanes);
+        let step = job.g.out_step;
+        for (v, &a) in acc.iter().enumerate() {
+            let jb = j0 + v * lanes;
+            if jb >= phase.count {
+                break;
+            }
+            let sum = match job.bias {
+                Some(b) => R::plus(s, a, <Acc<E>>::splat(s, b[co])),
+                None => a,
+            };
+            let val = <Acc<E>>::canonical_nan(s, sum);
+            let n = (phase.count - jb).min(lanes);
+            if step == 1 {
+                <Acc<E>>::store(s, &mut out_row[phase.out_base + jb..][..n], val);
+            } else {
+                let mut tmp = [<Acc<E>>::default(); 64];
+                <Acc<E>>::store(s, &mut tmp[..lanes], val);
+                for (i, &t) in tmp[..n].iter().enumerate() {
+                    out_row[phase.out_base + (jb + i) * step] = t;
                 }
             }
         }
@@ -778,29 +804,9 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
             }
             for (r, acc_r) in acc.iter().enumerate() {
                 for (c, acc_c) in acc_r.iter().enumerate() {
-                    let co = item.co0 + c;
                     let oh = self.oh + r;
                     let out_row = &mut item.out[c * plane + oh * g.out_width..][..g.out_width];
-                    for (v, &a) in acc_c.iter().enumerate() {
-                        let jb = j0 + v * lanes;
-                        if jb >= phase.count {
-                            break;
-                        }
-                        let val = match job.bias {
-                            Some(b) => R::plus(s, a, <Acc<E>>::splat(s, b[co])),
-                            None => a,
-                        };
-                        let n = (phase.count - jb).min(lanes);
-                        if g.out_step == 1 {
-                            <Acc<E>>::store(s, &mut out_row[phase.out_base + jb..][..n], val);
-                        } else {
-                            let mut tmp = [<Acc<E>>::default(); 64];
-                            <Acc<E>>::store(s, &mut tmp[..lanes], val);
-                            for (i, &t) in tmp[..n].iter().enumerate() {
-                                out_row[phase.out_base + (jb + i) * g.out_step] = t;
-                            }
-                        }
-                    }
+                    self.put::<R, NV>(acc_c, item.co0 + c, j0, out_row);
                 }
             }
         }
