@@ -3,9 +3,10 @@
 //!
 //! A [`Gather`] describes one convolution as a gather: for each output row, the kernel rows
 //! that reach it (`(kh, ih)`, in summation order); for each column phase, the kernel columns
-//! that reach it (in summation order), each reading a contiguous run of a zero-padded,
+//! that reach it (in summation order), each reading a contiguous run of a padded,
 //! phase-split copy of the input row, with the range of outputs for which the tap is a real
-//! (not padding) tap. Each output's terms are added in the documented order — input channel,
+//! (not padding) tap; what a padding position holds never matters, as no lane reads it into a
+//! sum. Each output's terms are added in the documented order — input channel,
 //! then kernel row, then kernel column — with padding taps skipped by lane masks (never added
 //! as zeros, which would turn `-0.0` into `+0.0` and `0 · ∞` into NaN).
 //!
@@ -153,7 +154,8 @@ impl Gather {
     fn group_out(&self) -> usize {
         self.out_channels / self.groups
     }
-    /// Length of one phase row of the padded input buffer, or `None` on overflow.
+    /// How far the reads of one phase row reach from its start (largest tap offset plus the
+    /// padded column span), or `None` on overflow.
     fn row_len(&self) -> Option<usize> {
         let mut len = 0usize;
         for phase in &self.cols {
