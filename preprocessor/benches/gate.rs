@@ -1,10 +1,12 @@
-//! How long the gate takes: a generated book of 200 contracts checked one by one (each a fresh
-//! checker, as a cold run), and this repository's book checked whole; with `MDBOOK` set, also a
-//! plain `mdbook build` of the same Markdown without the preprocessor and `mdbook-fkc build`,
-//! side by side in the same run. `cargo bench -p mdbook-fkc --bench gate`.
+//! How long the gate takes: a generated book of 200 contracts (one per chapter) checked without
+//! a cache, filling an empty cache (cold) and from it (warm), and this repository's book checked
+//! whole; with `MDBOOK` and `MDBOOK_FKC` set, also a plain `mdbook build` of the same Markdown
+//! without the preprocessor beside `mdbook-fkc build` cold (`--no-cache`) and warm, in the same
+//! run. `cargo bench -p mdbook-fkc --bench gate`.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use mdbook_fkc::cache::Cache;
 use mdbook_fkc::{Checker, Providers, VerifyOptions};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,19 +21,52 @@ fn contract(i: usize) -> String {
     )
 }
 
-fn generated_book() -> Duration {
+/// The generated book: 200 chapters of one contract each (each contract documents the same
+/// built-in kernel, so each chapter is checked as its own book).
+fn generated_chapters() -> Vec<(String, String)> {
+    (0..200)
+        .map(|i| {
+            (
+                format!("bench/ch{i}.md"),
+                format!("{FRONT}# Pool {i}\n\n{}", contract(i)),
+            )
+        })
+        .collect()
+}
+
+/// Checks the generated book once with `cache` (a fresh checker per chapter).
+fn check_generated(chapters: &[(String, String)], cache: Option<Cache>) -> Duration {
     let started = Instant::now();
-    for i in 0..200 {
-        let chapter = format!("{FRONT}# Pool {i}\n\n{}", contract(i));
+    for (path, text) in chapters {
         let mut checker =
-            Checker::without_rendering(VerifyOptions::default(), Providers::default());
-        let report = checker.chapter("bench.md", &chapter).expect("checks");
-        assert!(
-            report.diagnostics.iter().all(|d| !d.is_error()),
-            "contract {i} failed"
-        );
+            Checker::without_rendering(VerifyOptions::default(), Providers::default())
+                .with_cache(cache.clone());
+        let report = checker.chapter(path, text).expect("checks");
+        let errors: Vec<String> = report
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| format!("{} {}", d.code, d.message))
+            .collect();
+        assert!(errors.is_empty(), "{path} failed: {errors:?}");
+        assert_eq!(report.contracts.len(), 1);
     }
     started.elapsed()
+}
+
+/// (cold without a cache, cold filling an empty cache, warm from that cache).
+fn generated_book() -> (Duration, Duration, Duration) {
+    let chapters = generated_chapters();
+    let dir = std::env::temp_dir().join(format!("fkc-bench-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let uncached = check_generated(&chapters, None);
+    let cold = check_generated(&chapters, Some(Cache::in_dir(&dir)));
+    let warm = (0..3)
+        .map(|_| check_generated(&chapters, Some(Cache::in_dir(&dir))))
+        .min()
+        .unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    (uncached, cold, warm)
 }
 
 fn this_book(root: &Path) -> (Duration, usize) {
@@ -93,11 +128,13 @@ fn main() {
         "machine: {cpu}, {} threads available",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    let generated = generated_book();
+    let (uncached, cold, warm) = generated_book();
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / 200.0;
     println!(
-        "generated book, 200 contracts, cold: {:.1} ms total, {:.2} ms per contract",
-        generated.as_secs_f64() * 1e3,
-        generated.as_secs_f64() * 1e3 / 200.0
+        "generated book, 200 contracts: no cache {:.2} ms per contract; cold (filling the cache) {:.2} ms; warm {:.3} ms",
+        per(uncached),
+        per(cold),
+        per(warm)
     );
     let (book, contracts) = this_book(&root);
     println!(
@@ -127,14 +164,29 @@ fn main() {
         println!("(cannot copy the book for the plain build)");
         return;
     }
+    let dest = plain.join("fkc-build");
+    let dest = dest.to_string_lossy();
     let plain_build = best_of(5, &plain, Path::new(&mdbook), &["build"]);
-    let fkc_build = best_of(5, &root, Path::new(&fkc), &["build"]);
-    if let (Some(plain_build), Some(fkc_build)) = (plain_build, fkc_build) {
+    let cold = best_of(
+        5,
+        &root,
+        Path::new(&fkc),
+        &["build", "-d", &dest, "--no-cache"],
+    );
+    let _ = std::process::Command::new(&fkc)
+        .args(["build", "-d", &dest])
+        .current_dir(&root)
+        .output();
+    let warm = best_of(5, &root, Path::new(&fkc), &["build", "-d", &dest]);
+    if let (Some(plain), Some(cold), Some(warm)) = (plain_build, cold, warm) {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         println!(
-            "plain mdbook build: {:.0} ms; mdbook-fkc build: {:.0} ms; ratio {:.2}x (best of 5 each)",
-            plain_build.as_secs_f64() * 1e3,
-            fkc_build.as_secs_f64() * 1e3,
-            fkc_build.as_secs_f64() / plain_build.as_secs_f64()
+            "this book: plain mdbook build {:.0} ms; mdbook-fkc build cold (--no-cache) {:.0} ms = {:.2}x; warm {:.0} ms = {:.2}x (best of 5 each)",
+            ms(plain),
+            ms(cold),
+            ms(cold) / ms(plain),
+            ms(warm),
+            ms(warm) / ms(plain)
         );
     }
 }

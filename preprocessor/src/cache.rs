@@ -1,18 +1,99 @@
-//! The verification cache: the evidence of a contract that passed the gate, kept under a key
-//! made of everything the result depends on — the tool's build, the provider's build (its
-//! binary's own hash), the sampling options, the chapter's front matter and the contract's
-//! text — so that `mdbook serve` re-runs only the contracts that changed. Failures are never
-//! cached (their diagnostics point into the source and are re-derived every time). Entries
+//! The verification cache: what the gate found for a contract — its evidence and its
+//! diagnostics — kept under a key made of everything the result depends on: the tool's build,
+//! the provider's build (its binary's own hash), the sampling options, the chapter's front
+//! matter and the contract's fence as written, so that `mdbook serve` re-runs only the contracts
+//! that changed. Diagnostics are stored with their spans relative to the fence (one pointing
+//! outside it is not stored), so prose edited above a contract does not invalidate it. Entries
 //! live in the target directory (`target/fkc-cache` by default), never beside the book's
 //! sources; a damaged or unreadable entry is a miss, and a cache that cannot be written is
 //! simply not used.
 
+use crate::diag::{Code, Diagnostic, Label, Severity};
+use crate::source::SourceFile;
 use crate::verify::{Evidence, VerifyOptions};
 use fkc_provider::identity::content_hash;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Bumped whenever the stored form or what a key covers changes.
-const FORMAT: &str = "fkc-cache-1";
+const FORMAT: &str = "fkc-cache-2";
+
+/// One stored verification.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Entry {
+    evidence: Evidence,
+    diagnostics: Vec<StoredDiagnostic>,
+}
+
+/// A diagnostic with its spans relative to the start of the contract's fence.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct StoredDiagnostic {
+    code: String,
+    error: bool,
+    message: String,
+    span: (usize, usize),
+    label: Option<String>,
+    labels: Vec<(usize, usize, String)>,
+    notes: Vec<String>,
+    help: Vec<String>,
+}
+
+impl StoredDiagnostic {
+    /// `None` when a span lies outside `fence` (it could move independently of the key).
+    fn from(diagnostic: &Diagnostic, fence: &Range<usize>) -> Option<StoredDiagnostic> {
+        let relative = |span: &Range<usize>| {
+            (fence.start <= span.start && span.end <= fence.end)
+                .then(|| (span.start - fence.start, span.end - fence.start))
+        };
+        Some(StoredDiagnostic {
+            code: diagnostic.code.as_str().to_owned(),
+            error: diagnostic.is_error(),
+            message: diagnostic.message.clone(),
+            span: relative(&diagnostic.span)?,
+            label: diagnostic.label.clone(),
+            labels: diagnostic
+                .labels
+                .iter()
+                .map(|l| relative(&l.span).map(|(a, b)| (a, b, l.message.clone())))
+                .collect::<Option<_>>()?,
+            notes: diagnostic.notes.clone(),
+            help: diagnostic.help.clone(),
+        })
+    }
+
+    /// The diagnostic again, in `source` at the fence starting at `start`.
+    fn restore(self, source: &Arc<SourceFile>, start: usize) -> Option<Diagnostic> {
+        let absolute = |(a, b): (usize, usize)| {
+            let span = start.checked_add(a)?..start.checked_add(b)?;
+            (span.end <= source.text.len()).then_some(span)
+        };
+        Some(Diagnostic {
+            code: Code::parse(&self.code)?,
+            severity: if self.error {
+                Severity::Error
+            } else {
+                Severity::Note
+            },
+            message: self.message,
+            source: Arc::clone(source),
+            span: absolute(self.span)?,
+            label: self.label,
+            labels: self
+                .labels
+                .into_iter()
+                .map(|(a, b, message)| {
+                    Some(Label {
+                        span: absolute((a, b))?,
+                        message,
+                    })
+                })
+                .collect::<Option<_>>()?,
+            notes: self.notes,
+            help: self.help,
+        })
+    }
+}
 
 /// Where cached verifications are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +113,7 @@ pub struct KeyParts<'a> {
     pub path: &'a str,
     /// The chapter's front matter, as written.
     pub front_matter: &'a str,
-    /// The contract's fence body, as written.
+    /// The contract's whole fence, as written.
     pub contract: &'a str,
 }
 
@@ -75,23 +156,52 @@ impl Cache {
         self.dir.join(format!("{key}.json"))
     }
 
-    /// The evidence stored under `key`, if any (a damaged entry is a miss).
-    pub fn load(&self, key: &str) -> Option<Evidence> {
+    /// What the gate found for the contract whose fence starts at `fence_start` in `source`,
+    /// if it is stored under `key` (a damaged entry is a miss).
+    pub fn load(
+        &self,
+        key: &str,
+        source: &Arc<SourceFile>,
+        fence_start: usize,
+    ) -> Option<(Evidence, Vec<Diagnostic>)> {
         let text = std::fs::read_to_string(self.entry(key)).ok()?;
-        serde_json::from_str(&text).ok()
+        let entry: Entry = serde_json::from_str(&text).ok()?;
+        let diagnostics = entry
+            .diagnostics
+            .into_iter()
+            .map(|d| d.restore(source, fence_start))
+            .collect::<Option<_>>()?;
+        Some((entry.evidence, diagnostics))
     }
 
-    /// Stores `evidence` under `key`: written to a temporary file and renamed, so a reader
-    /// never sees half an entry. Failures to write leave the cache as it was.
-    pub fn store(&self, key: &str, evidence: &Evidence) {
-        // Only what reads back (JSON has no infinities or NaNs: such evidence is not kept).
-        let Ok(text) = serde_json::to_string(evidence) else {
+    /// Stores what the gate found for the contract whose fence spans `fence` — unless a
+    /// diagnostic points outside the fence or the evidence does not read back (JSON has no
+    /// infinities or NaNs). Written to a temporary file and renamed, so a reader never sees
+    /// half an entry; failures to write leave the cache as it was.
+    pub fn store(
+        &self,
+        key: &str,
+        evidence: &Evidence,
+        diagnostics: &[Diagnostic],
+        fence: &Range<usize>,
+    ) {
+        let Some(diagnostics) = diagnostics
+            .iter()
+            .map(|d| StoredDiagnostic::from(d, fence))
+            .collect::<Option<Vec<_>>>()
+        else {
             return;
         };
-        if serde_json::from_str::<Evidence>(&text).is_err() {
+        let entry = Entry {
+            evidence: evidence.clone(),
+            diagnostics,
+        };
+        let Ok(text) = serde_json::to_string(&entry) else {
             return;
-        }
-        if std::fs::create_dir_all(&self.dir).is_err() {
+        };
+        if serde_json::from_str::<Entry>(&text).is_err()
+            || std::fs::create_dir_all(&self.dir).is_err()
+        {
             return;
         }
         let temporary = self.dir.join(format!("{key}.{}.tmp", std::process::id()));
@@ -139,18 +249,37 @@ mod tests {
     }
 
     #[test]
-    fn stored_evidence_comes_back_and_damage_is_a_miss() {
+    fn stored_results_come_back_relative_to_the_fence_and_damage_is_a_miss() {
         let dir = std::env::temp_dir().join(format!("fkc-cache-test-{}", std::process::id()));
         let cache = Cache::in_dir(&dir);
         let evidence = Evidence {
             rows: vec![("domain".to_owned(), "24 admitted samples".to_owned())],
             worked: None,
         };
-        assert_eq!(cache.load("k1"), None);
-        cache.store("k1", &evidence);
-        assert_eq!(cache.load("k1"), Some(evidence));
+        let before = Arc::new(SourceFile::new("a.md", "# A\n```fkc\nkernel: k\n```\n"));
+        let fence = 4..25;
+        let found =
+            Diagnostic::error(Code::OverPromise, &before, 11..20, "accepts").with_help("relax it");
+        let source = || Arc::clone(&before);
+        assert!(cache.load("k1", &source(), 4).is_none());
+        cache.store("k1", &evidence, std::slice::from_ref(&found), &fence);
+        // Prose added above the fence moves it; the diagnostic moves with it.
+        let after = Arc::new(SourceFile::new(
+            "a.md",
+            "# A\n\nmore\n```fkc\nkernel: k\n```\n",
+        ));
+        let (loaded, diagnostics) = cache.load("k1", &after, 10).unwrap();
+        assert_eq!(loaded, evidence);
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].code, Code::OverPromise);
+        assert_eq!(after.slice(diagnostics[0].span.clone()), "kernel: k");
+        assert_eq!(diagnostics[0].help, ["relax it"]);
+        // A diagnostic outside the fence is not stored.
+        let outside = Diagnostic::error(Code::OverPromise, &before, 0..3, "title");
+        cache.store("k2", &evidence, &[outside], &fence);
+        assert!(cache.load("k2", &source(), 4).is_none());
         std::fs::write(dir.join("k1.json"), "{not json").unwrap();
-        assert_eq!(cache.load("k1"), None);
+        assert!(cache.load("k1", &source(), 4).is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -43,7 +43,7 @@ pub struct BookChecker<'r> {
     /// planner's Contiguize step from its own contract, whatever chapter holds it (`None`: no
     /// priced plan is shown).
     book_contracts: Option<Arc<crate::render::plan::BookContracts>>,
-    /// Where passing verifications are kept (`None`: every contract is verified afresh).
+    /// Where the gate's findings are kept (`None`: every contract is verified afresh).
     cache: Option<Cache>,
     /// Contracts verified at once (threads).
     jobs: usize,
@@ -102,7 +102,7 @@ impl<'r> BookChecker<'r> {
         }
     }
 
-    /// Keeps the evidence of passing contracts in `cache` and reuses it while nothing it
+    /// Keeps what the gate found for each contract in `cache` and reuses it while nothing it
     /// depends on changes (`None`: no cache).
     pub fn with_cache(mut self, cache: Option<Cache>) -> Self {
         self.cache = cache;
@@ -371,7 +371,7 @@ impl<'r> BookChecker<'r> {
                 options: self.verify,
                 path: &source.path,
                 front_matter,
-                contract: &p.fence.body,
+                contract: source.slice(p.fence.block.clone()),
             };
             Some((cache, Cache::key(&parts)))
         };
@@ -381,10 +381,10 @@ impl<'r> BookChecker<'r> {
             .collect();
         let mut results: Vec<Option<(Evidence, Vec<Diagnostic>)>> = keys
             .iter()
-            .map(|k| {
-                k.as_ref()
-                    .and_then(|(cache, key)| cache.load(key))
-                    .map(|e| (e, Vec::new()))
+            .zip(prepared)
+            .map(|(k, p)| {
+                let (cache, key) = k.as_ref()?;
+                cache.load(key, source, p.fence.block.start)
             })
             .collect();
         let pending: Vec<usize> = (0..prepared.len())
@@ -406,8 +406,8 @@ impl<'r> BookChecker<'r> {
             }
         });
         for (i, result) in pending.into_iter().zip(ran) {
-            if let (Some((cache, key)), true) = (&keys[i], result.1.is_empty()) {
-                cache.store(key, &result.0);
+            if let (Some((cache, key)), Some(p)) = (&keys[i], prepared.get(i)) {
+                cache.store(key, &result.0, &result.1, &p.fence.block);
             }
             results[i] = Some(result);
         }

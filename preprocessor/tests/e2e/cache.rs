@@ -1,5 +1,6 @@
-//! The verification cache and parallel verification: a warm check reuses what passed (proved by
-//! planting a marker in the stored evidence), an edited contract is verified again, `--no-cache`
+//! The verification cache and parallel verification: a warm check reuses what the gate found
+//! (proved by planting a marker in the stored evidence and diagnostics), an edited contract is
+//! verified again, `--no-cache`
 //! and `cache = false` verify everything afresh, the cache never lives among the sources, and
 //! the results do not depend on the thread count.
 
@@ -17,13 +18,19 @@ fn entries(book: &Path) -> Vec<std::path::PathBuf> {
     }
 }
 
-/// Rewrites every stored entry so its first evidence row says [`MARKER`].
+/// Rewrites every stored entry so its first evidence row (a passing contract's) or its first
+/// diagnostic's message (a failing one's) says [`MARKER`].
 fn plant_marker(book: &Path) {
     for entry in entries(book) {
         let text = std::fs::read_to_string(&entry).unwrap();
-        let mut evidence: serde_json::Value = serde_json::from_str(&text).unwrap();
-        evidence["rows"][0][1] = serde_json::Value::String(MARKER.to_owned());
-        std::fs::write(&entry, evidence.to_string()).unwrap();
+        let mut stored: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let marker = serde_json::Value::String(MARKER.to_owned());
+        if let Some(diagnostic) = stored["diagnostics"].get_mut(0) {
+            diagnostic["message"] = marker;
+        } else if let Some(row) = stored["evidence"]["rows"].get_mut(0) {
+            row[1] = marker;
+        }
+        std::fs::write(&entry, stored.to_string()).unwrap();
     }
 }
 
@@ -36,14 +43,14 @@ fn check_json(book: &Path, extra: &[&str]) -> String {
 }
 
 #[test]
-fn a_warm_check_reuses_what_passed_and_an_edited_contract_is_verified_again() {
+fn a_warm_check_reuses_what_the_gate_found_and_an_edited_contract_is_verified_again() {
     let book = project_book();
     let cold = check_json(&book, &[]);
     assert!(!cold.contains(MARKER));
     let stored = entries(&book).len();
-    // Every passing contract of the book is stored; failing ones (the diagnostics index's
-    // examples) are not.
-    assert_eq!(stored, 5, "{:?}", entries(&book));
+    // Every contract the gate ran on is stored: the 5 that pass and the diagnostics index's
+    // examples that fail in the gate (their diagnostics, relative to their fence).
+    assert!(stored > 5, "{:?}", entries(&book));
     plant_marker(&book);
     let warm = check_json(&book, &[]);
     assert_eq!(
@@ -52,6 +59,16 @@ fn a_warm_check_reuses_what_passed_and_an_edited_contract_is_verified_again() {
         "the warm check did not read the cache"
     );
     assert!(!check_json(&book, &["--no-cache"]).contains(MARKER));
+
+    // A failing contract's diagnostics come from the cache too: the diagnostics index's
+    // should_fail examples show the planted message in their boxes.
+    let out = fkc(&["build", "-d", "out"], &book);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let index = std::fs::read_to_string(book.join("out/diagnostics/index.html")).unwrap();
+    assert!(
+        index.contains(MARKER),
+        "no cached diagnostic on the index page"
+    );
 
     // Editing one contract (a comment is enough) verifies that one again, and only it.
     let chapter = book.join("book/contracts/contiguize.md");
@@ -121,4 +138,29 @@ fn results_do_not_depend_on_the_thread_count() {
     assert!(one.0.contains("fkc-contract"), "nothing was rendered");
     assert_eq!(one, run(2));
     assert_eq!(one, run(5));
+}
+
+#[test]
+fn pages_built_from_the_cache_equal_pages_built_afresh() {
+    let book = project_book();
+    let build = |dest: &str, extra: &[&str]| {
+        let mut args = vec!["build", "-d", dest];
+        args.extend_from_slice(extra);
+        let out = fkc(&args, &book);
+        assert!(out.status.success(), "{}", stderr(&out));
+        ["seed/reference-conv-pool.html", "diagnostics/index.html"]
+            .map(|page| std::fs::read_to_string(book.join(dest).join(page)).unwrap())
+    };
+    let fresh = build("fresh", &["--no-cache"]);
+    let cold = build("cold", &[]);
+    let warm = build("warm", &[]);
+    assert!(!entries(&book).is_empty());
+    assert!(
+        fresh == cold,
+        "a build filling the cache differs from one without it"
+    );
+    assert!(
+        fresh == warm,
+        "a build from the cache differs from one without it"
+    );
 }
