@@ -20,11 +20,13 @@
 //! add or a multiply, x86 returns the first source operand's NaN, and LLVM, for which `fadd`
 //! and `fmul` commute, picks the operand order per compiled copy of the code (Rust leaves the
 //! payload and sign of such a NaN unspecified). The one-thread call and the thread closure
-//! can be compiled as separate copies of the same kernel (as in debug builds, with many
-//! codegen units), and then the same sum of, say, an input NaN and a `0 · ∞` NaN came out
-//! with a different sign in one thread layout than in another. Which NaN it is was never
-//! part of the result (the naive loop has the same freedom); storing one NaN makes every
-//! output bit independent of code layout and thread count.
+//! may be compiled as separate copies of the same kernel (debug builds use many codegen
+//! units), so the sign of the NaN that survives could differ between thread layouts; a
+//! NaN-sign difference of that kind was reported from a debug build, though a dense NaN/±∞
+//! test of 1 against 2 and 3 threads did not reproduce it on this code before the change nor
+//! on 07844f4. Which NaN it is was never part of the result (the naive loop has the same
+//! freedom); storing one NaN makes every output bit independent of code layout and thread
+//! count by construction.
 
 use std::any::Any;
 use std::ops::Range;
