@@ -13,6 +13,7 @@ use args::{Command, Format};
 use mdbook_driver::MDBook;
 use mdbook_fkc::diag::text;
 use mdbook_fkc::diag::{Diagnostic, json, sarif};
+use mdbook_fkc::preprocessor::repro::{Reproduced, Reproduction};
 use mdbook_fkc::preprocessor::{self, FkcPreprocessor};
 use mdbook_preprocessor::Preprocessor;
 use std::path::Path;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         } => check(&dir, format, deny_unverified, no_cache),
         Command::Explain(code) => explain::run(&code, parsed.color),
         Command::Judge { dir } => judge(&dir),
+        Command::Repro(request) => repro(&request),
     };
     result.unwrap_or_else(|message| {
         eprintln!("error: {message}");
@@ -138,6 +140,40 @@ fn open_in_browser(page: &Path) -> Result<(), String> {
 }
 
 /// Times every contract's kernels and writes the calibration file beside the book.
+/// `mdbook-fkc repro`: 1 when the sample fails (its report on stderr), 0 when it passes.
+fn repro(request: &args::Repro) -> Result<ExitCode, String> {
+    let book = load(&request.book, true)?;
+    let reproduction = Reproduction {
+        dtype: request.dtype,
+        seed: request.seed,
+        check: request.check,
+        sample: request.sample.clone(),
+    };
+    let located = (request.file.as_str(), request.line);
+    let outcome =
+        preprocessor::reproduce(&book.root, &book.config, &book.book, located, &reproduction)?;
+    let at = format!("{}:{}", request.file, request.line);
+    match outcome {
+        Reproduced::Passed(verdict) => {
+            println!(
+                "mdbook-fkc repro: {at}: the sample ({}) passes: {verdict}, and the kernel does what the contract says",
+                request.dtype.name()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Reproduced::Failed(diagnostics) => {
+            eprint!("{}", text::render_all(&diagnostics, text::stderr_style()));
+            let codes: Vec<String> = diagnostics.iter().map(|d| d.code.to_string()).collect();
+            println!(
+                "mdbook-fkc repro: {at}: reproduced {} ({})",
+                codes.join(", "),
+                request.dtype.name()
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
 fn judge(dir: &Path) -> Result<ExitCode, String> {
     let book = MDBook::load(dir)
         .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;

@@ -623,6 +623,60 @@ impl<'r> BookChecker<'r> {
 }
 
 /// The threads the machine offers.
+impl BookChecker<'_> {
+    /// Runs one sample of the contract whose fence opens on `line` of chapter `path` again
+    /// (`mdbook-fkc repro`); `Err` when there is no such contract, it does not import cleanly,
+    /// or the request does not fit it.
+    pub fn reproduce(
+        &mut self,
+        path: &str,
+        content: &str,
+        line: usize,
+        request: &verify::Reproduction,
+    ) -> Result<verify::Reproduced, String> {
+        let front_block = chapter::front_matter(content);
+        let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
+        let source = Arc::new(SourceFile::new(path, content));
+        let fence = fences
+            .iter()
+            .find(|f| source.line_col(f.block.start).line == line)
+            .ok_or_else(|| format!("no ```fkc fence opens on {path}:{line}"))?;
+        let mut diagnostics = Vec::new();
+        let front = front_block
+            .as_ref()
+            .and_then(|block| self.front_matter(&source, block, &mut diagnostics));
+        let provider = front
+            .as_ref()
+            .and_then(|front| crate::import::check_provider(&source, front, &mut self.providers).0);
+        let prepared = self.prepare(
+            &source,
+            fence,
+            front.as_ref(),
+            provider.as_deref(),
+            diagnostics,
+        );
+        let (Some(raw), Some(resolved), Some(provider), true) = (
+            &prepared.raw,
+            &prepared.resolved,
+            provider.as_deref(),
+            prepared.gated,
+        ) else {
+            return Err(format!(
+                "the contract at {path}:{line} is not verified (it does not import cleanly, or is unverified): run `mdbook-fkc check`"
+            ));
+        };
+        verify::reproduce(
+            raw,
+            &resolved.contract,
+            &resolved.import,
+            provider,
+            self.providers.builtin(),
+            &source,
+            request,
+        )
+    }
+}
+
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }

@@ -135,6 +135,40 @@ pub fn process_book_with(
     run_chapters(&mut checker, options.on_failure, config, book)
 }
 
+/// What `mdbook-fkc repro` hands the gate and gets back.
+pub mod repro {
+    pub use crate::verify::sample::Sample;
+    pub use crate::verify::{Check, Reproduced, Reproduction};
+}
+
+/// Runs one sample of the contract at `file:line` (as `check` prints it) again, with the book's
+/// providers (`mdbook-fkc repro`); `Err` when there is no such chapter or contract.
+pub fn reproduce(
+    root: &Path,
+    config: &Config,
+    book: &Book,
+    (file, line): (&str, usize),
+    request: &crate::verify::Reproduction,
+) -> std::result::Result<crate::verify::Reproduced, String> {
+    let options = read_options(root, config).map_err(|error| format!("{error:#}"))?;
+    let providers = Providers::new(options.providers.clone());
+    let mut checker = BookChecker::without_rendering(options.verify, providers);
+    let source_dir = &config.book.src;
+    let chapter = book
+        .iter()
+        .find_map(|item| match item {
+            BookItem::Chapter(chapter) => {
+                let path = chapter.source_path.as_ref().or(chapter.path.as_ref())?;
+                (source_dir.join(path).display().to_string() == file).then_some(chapter)
+            }
+            _ => None,
+        })
+        .ok_or_else(|| {
+            format!("no chapter of the book is `{file}` (write it as `check` prints it)")
+        })?;
+    checker.reproduce(file, &chapter.content, line, request)
+}
+
 /// Every contract of the book, read (not run) in a first pass over all chapters, so that a
 /// page can price a step with a contract from another chapter. Checking needs no such pass:
 /// `mdbook-fkc check` still works chapter by chapter.

@@ -1,8 +1,10 @@
-//! The command line as written → what to do. Hand-written rather than clap: the grammar is five
-//! subcommands with at most four flags each, the protocol mode (no arguments) must start fast,
+//! The command line as written → what to do. Hand-written rather than clap: the grammar is six
+//! subcommands with at most five flags each, the protocol mode (no arguments) must start fast,
 //! and usage errors must exit with 2 and say which subcommand's `--help` to read.
 
+use fkc_provider::DType;
 use mdbook_fkc::diag::text::ColorChoice;
+use mdbook_fkc::preprocessor::repro::{Check, Sample};
 use std::path::PathBuf;
 
 /// What the command line asks for.
@@ -28,9 +30,25 @@ pub enum Command {
     Judge {
         dir: PathBuf,
     },
+    /// Run one sample of one contract again, as a `reproduce:` line of a report says.
+    Repro(Repro),
     /// Print this text (a help page) and succeed.
     Help(&'static str),
     Version,
+}
+
+/// `mdbook-fkc repro FILE:LINE --dtype D --seed S [--check C] --sample '…' [--book DIR]`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Repro {
+    pub book: PathBuf,
+    /// The chapter, as `check` prints it (`book/ch.md`).
+    pub file: String,
+    /// The line of the contract's opening fence.
+    pub line: usize,
+    pub dtype: DType,
+    pub seed: u64,
+    pub check: Check,
+    pub sample: Sample,
 }
 
 /// The output format of `check`.
@@ -61,6 +79,7 @@ Commands:
   check [DIR]         check every contract without rendering (the CI gate)
   explain CODE        explain a diagnostic code, with a failing example and its fix
   judge [DIR]         time every contract's kernels; write DIR/fkc-calibration.json
+  repro FILE:LINE     run one sample of a contract again (the `reproduce:` line of a report)
   help [COMMAND]      print this help, or a command's
 
 Options:
@@ -120,6 +139,27 @@ bandwidth, and write DIR/fkc-calibration.json; the build then shows it on each c
 
 Usage: mdbook-fkc judge [DIR]";
 
+pub const REPRO_HELP: &str = "\
+Run one sample of one contract again through the gate's check that reported it, with the same
+operand values, and say which diagnostic it reproduces. Every behavioural failure prints the
+line to run (`reproduce: mdbook-fkc repro …`). Exits 1 when the sample fails, 0 when it passes,
+2 on a usage error (no contract at FILE:LINE, a sample it does not classify).
+
+Usage: mdbook-fkc repro FILE:LINE --dtype DTYPE --sample SAMPLE [OPTIONS]
+
+Arguments:
+  FILE:LINE           the contract's opening fence, as `check` prints it (book/ch.md:12)
+
+Options:
+  --dtype DTYPE       F32, F64, BF16 or F16 (an entry point the contract declares)
+  --sample SAMPLE     the sample as reports print it: 'x: [1, 4, 3, 3], bias: absent, k = 2'
+  --seed SEED         the operand values' seed, decimal or 0x-hex (default 0)
+  --check CHECK       order, special or layout: the check with its own operand values (default:
+                      the contract's verdict — accepted with its rules, values and determinism,
+                      or rejected when it breaks one constraint)
+  --book DIR          the book's directory (default .)
+  -h, --help          print this help";
+
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Parsed, String> {
     let mut color = ColorChoice::Auto;
@@ -170,6 +210,7 @@ fn help_of(command: &str) -> Option<&'static str> {
         "check" => CHECK_HELP,
         "explain" => EXPLAIN_HELP,
         "judge" => JUDGE_HELP,
+        "repro" => REPRO_HELP,
         "help" => MAIN_HELP,
         _ => return None,
     })
@@ -209,6 +250,7 @@ fn subcommand(name: &str, tail: &[&str]) -> Result<Command, String> {
         "judge" => Ok(Command::Judge {
             dir: walk("judge", tail, |_, _| Ok(None))?,
         }),
+        "repro" => repro(tail).map(Command::Repro),
         _ => Err(unknown_command(name)),
     }
 }
@@ -323,6 +365,81 @@ fn check(tail: &[&str]) -> Result<Command, String> {
     })
 }
 
+fn repro(tail: &[&str]) -> Result<Repro, String> {
+    let (mut book, mut dtype, mut seed, mut check, mut sample) =
+        (None, None, 0, Check::Domain, None);
+    let located = walk("repro", tail, |name, next| {
+        let value = || next.ok_or_else(|| usage("repro", &format!("`{name}` needs a value")));
+        match name {
+            "--book" => book = Some(PathBuf::from(value()?)),
+            "--dtype" => {
+                let text = value()?;
+                dtype = Some(DType::from_name(text).ok_or_else(|| {
+                    usage(
+                        "repro",
+                        &format!("`--dtype` takes F32, F64, BF16 or F16, not `{text}`"),
+                    )
+                })?);
+            }
+            "--seed" => seed = parse_seed(value()?)?,
+            "--check" => {
+                let text = value()?;
+                check = Check::parse(text).ok_or_else(|| {
+                    usage(
+                        "repro",
+                        &format!("`--check` takes order, special or layout, not `{text}`"),
+                    )
+                })?;
+            }
+            "--sample" => {
+                let parsed = Sample::parse(value()?)
+                    .map_err(|e| usage("repro", &format!("cannot read the sample: {e}")))?;
+                sample = Some(parsed);
+            }
+            _ => return Ok(None),
+        }
+        Ok(Some(true))
+    })?;
+    let (file, line) = file_line(&located.to_string_lossy())?;
+    Ok(Repro {
+        book: book.unwrap_or_else(|| PathBuf::from(".")),
+        file,
+        line,
+        dtype: dtype.ok_or_else(|| usage("repro", "`repro` needs `--dtype`"))?,
+        seed,
+        check,
+        sample: sample.ok_or_else(|| usage("repro", "`repro` needs `--sample`"))?,
+    })
+}
+
+/// `FILE:LINE`, the line a positive number.
+fn file_line(text: &str) -> Result<(String, usize), String> {
+    text.rsplit_once(':')
+        .and_then(|(file, line)| Some((file, line.parse::<usize>().ok()?)))
+        .filter(|(file, line)| !file.is_empty() && *line > 0)
+        .map(|(file, line)| (file.to_owned(), line))
+        .ok_or_else(|| {
+            usage(
+                "repro",
+                &format!("expected FILE:LINE (book/ch.md:12), not `{text}`"),
+            )
+        })
+}
+
+/// A seed in decimal or `0x` hexadecimal.
+fn parse_seed(text: &str) -> Result<u64, String> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+    .ok_or_else(|| {
+        usage(
+            "repro",
+            &format!("`--seed` takes a number (decimal or 0x-hex), not `{text}`"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
@@ -372,8 +489,40 @@ mod tests {
     }
 
     #[test]
+    fn repro_reads_a_reproduce_line() {
+        let args: Vec<String> = [
+            "repro",
+            "book/ch.md:12",
+            "--dtype",
+            "F16",
+            "--seed",
+            "0x1f",
+            "--check",
+            "special",
+            "--sample",
+            "x: [1, 2], k = 3",
+            "--book",
+            "b",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let Command::Repro(repro) = parse(&args).unwrap().command else {
+            panic!("not repro");
+        };
+        assert_eq!(
+            (repro.file.as_str(), repro.line, repro.dtype, repro.seed),
+            ("book/ch.md", 12, DType::F16, 31)
+        );
+        assert_eq!(
+            (repro.check, repro.book),
+            (Check::Special, PathBuf::from("b"))
+        );
+        assert_eq!(repro.sample.describe(), "x: [1, 2], k = 3");
+    }
+
+    #[test]
     fn every_subcommand_has_help() {
-        for name in ["supports", "build", "check", "explain"] {
+        for name in ["supports", "build", "check", "explain", "repro"] {
             let Command::Help(text) = parse_line(&format!("{name} --help")).unwrap().command else {
                 panic!("{name} --help is not help");
             };
@@ -398,6 +547,14 @@ mod tests {
             "build -d",
             "frobnicate",
             "--color sometimes check",
+            "repro",
+            "repro ch.md --dtype F32 --sample k=1",
+            "repro ch.md:0 --dtype F32 --sample x:",
+            "repro ch.md:3 --dtype F8",
+            "repro ch.md:3 --dtype F32",
+            "repro ch.md:3 --dtype F32 --sample [1]",
+            "repro ch.md:3 --dtype F32 --seed zz",
+            "repro ch.md:3 --dtype F32 --check values",
         ] {
             assert!(parse_line(line).is_err(), "{line} parsed");
         }

@@ -4,8 +4,8 @@
 
 use super::run::{Outcome, call};
 use super::sample::Sample;
-use super::{Gate, oracle, shrink};
-use crate::contract::raw::Determinism;
+use super::shrink::{Check, Keep, Replay, sample_note};
+use super::{Agreement, Gate, oracle};
 use crate::diag::Code;
 use crate::providers::{Crash, Kernel};
 use fkc_provider::DType;
@@ -18,76 +18,35 @@ impl Gate<'_> {
         dtype: DType,
         samples: &[(Sample, Vec<Vec<i64>>)],
     ) -> bool {
-        let bitwise = self
-            .raw
-            .determinism
-            .as_ref()
-            .is_some_and(|d| d.value != Determinism::Nondeterministic);
+        let bitwise = self.promises_bitwise();
         let mut ran = 0;
         let mut worst: f64 = 0.0;
         let mut all_exact = true;
         let mut flops_checked = 0;
         let mut largest_gap: f64 = 0.0;
         for (index, (sample, predicted)) in samples.iter().enumerate() {
-            let outcome = call(
-                kernel,
-                &self.domain,
-                sample,
-                dtype,
-                self.seed ^ index as u64,
-                bitwise,
-            );
-            match outcome {
-                Outcome::Rejected(_) => {
-                    self.under_constrained(kernel, dtype, sample);
-                    return false;
-                }
-                Outcome::Crashed(crash) => {
-                    self.crashed(kernel, dtype, sample, &crash);
-                    return false;
-                }
-                Outcome::Skipped(reason) => {
-                    let span = self.raw.kernel.span.clone();
-                    let diagnostic = self.error(
-                        Code::OperandsMismatch,
-                        span,
-                        format!(
-                            "the gate cannot call `{}` with this contract's parameters: {reason}",
-                            kernel.symbol
-                        ),
-                    );
-                    diagnostic.help.push(
-                        "declare exactly the entry point's operands and parameters".to_owned(),
-                    );
-                    return false;
-                }
-                Outcome::Accepted {
-                    outputs,
-                    values,
-                    inputs,
-                    repeat_identical,
-                } => {
-                    ran += 1;
-                    if !self.rules_hold(kernel, dtype, sample, predicted, &outputs) {
-                        return false;
-                    }
-                    match self.values_hold(kernel, dtype, sample, &inputs, &values, predicted) {
-                        Some(agreement) => {
-                            worst = worst.max(agreement.worst);
-                            all_exact &= agreement.exact;
-                            if let Some((_, low, high)) = agreement.flops {
-                                flops_checked += 1;
-                                if high > 0 {
-                                    largest_gap = largest_gap.max(1.0 - low as f64 / high as f64);
-                                }
-                            }
-                        }
-                        None => return false,
-                    }
-                    if repeat_identical == Some(false) {
-                        self.nondeterministic(kernel, dtype, sample);
-                        return false;
-                    }
+            let seed = self.seed ^ index as u64;
+            let before = self.diagnostics.len();
+            let Some(agreement) =
+                self.admitted_one(kernel, dtype, sample, predicted, seed, bitwise)
+            else {
+                let replay = Replay {
+                    kernel,
+                    dtype,
+                    seed,
+                    check: Check::Domain,
+                    keep: Keep::Admitted,
+                };
+                self.shrink_report(before, &replay, sample);
+                return false;
+            };
+            ran += 1;
+            worst = worst.max(agreement.worst);
+            all_exact &= agreement.exact;
+            if let Some((_, low, high)) = agreement.flops {
+                flops_checked += 1;
+                if high > 0 {
+                    largest_gap = largest_gap.max(1.0 - low as f64 / high as f64);
                 }
             }
         }
@@ -142,17 +101,72 @@ impl Gate<'_> {
         true
     }
 
-    pub(super) fn under_constrained(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample) {
-        let small = shrink::shrink(&self.domain, sample, dtype, |candidate| {
-            matches!(
-                call(kernel, &self.domain, candidate, dtype, self.seed, false),
-                Outcome::Rejected(_)
-            )
-        });
-        let error = match call(kernel, &self.domain, &small, dtype, self.seed, false) {
-            Outcome::Rejected(error) => error,
-            _ => String::new(),
-        };
+    /// Runs one admitted sample: accepted, the rules, the values and (with `bitwise`) the
+    /// determinism holding. `None` after reporting a failure.
+    pub(super) fn admitted_one(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        predicted: &[Vec<i64>],
+        seed: u64,
+        bitwise: bool,
+    ) -> Option<Agreement> {
+        match call(kernel, &self.domain, sample, dtype, seed, bitwise) {
+            Outcome::Rejected(error) => {
+                self.under_constrained(kernel, dtype, sample, &error);
+                None
+            }
+            Outcome::Crashed(crash) => {
+                self.crashed(kernel, dtype, sample, &crash);
+                None
+            }
+            Outcome::Skipped(reason) => {
+                self.cannot_call(kernel, &reason);
+                None
+            }
+            Outcome::Accepted {
+                outputs,
+                values,
+                inputs,
+                repeat_identical,
+            } => {
+                if !self.rules_hold(kernel, dtype, sample, predicted, &outputs) {
+                    return None;
+                }
+                let agreement =
+                    self.values_hold(kernel, dtype, sample, &inputs, &values, predicted)?;
+                if repeat_identical == Some(false) {
+                    self.nondeterministic(kernel, dtype, sample);
+                    return None;
+                }
+                Some(agreement)
+            }
+        }
+    }
+
+    fn cannot_call(&mut self, kernel: &Kernel<'_>, reason: &str) {
+        let span = self.raw.kernel.span.clone();
+        let diagnostic = self.error(
+            Code::OperandsMismatch,
+            span,
+            format!(
+                "the gate cannot call `{}` with this contract's parameters: {reason}",
+                kernel.symbol
+            ),
+        );
+        diagnostic
+            .help
+            .push("declare exactly the entry point's operands and parameters".to_owned());
+    }
+
+    fn under_constrained(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        error: &str,
+    ) {
         let span = self
             .raw
             .inputs
@@ -167,11 +181,7 @@ impl Gate<'_> {
             ),
         );
         diagnostic.label = Some("every constraint holds for the counterexample".to_owned());
-        diagnostic.notes.push(format!(
-            "counterexample ({}): {}",
-            dtype.name(),
-            small.describe()
-        ));
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
         diagnostic.notes.push(format!("the kernel says: {error}"));
         diagnostic.help.push("add the constraint the kernel enforces, so the contract admits only what the kernel accepts".to_owned());
     }
@@ -195,9 +205,7 @@ impl Gate<'_> {
         };
         let diagnostic = self.error(code, span, format!("`{}`: {crash}", kernel.symbol));
         diagnostic.label = Some("this entry point".to_owned());
-        diagnostic
-            .notes
-            .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
         diagnostic.help.push(match crash {
             Crash::TimedOut(_) => "make the kernel return on this input (or raise `call-timeout-ms` in the provider's table of book.toml if it is only slow)".to_owned(),
             _ => "a kernel must refuse bad input with an error, never crash: fix the kernel, then rebuild the provider".to_owned(),
@@ -215,9 +223,7 @@ impl Gate<'_> {
             span,
             format!("two runs of `{}` on the same input differ", kernel.symbol),
         );
-        diagnostic
-            .notes
-            .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
         diagnostic.help.push(
             "declare `determinism: nondeterministic`, or make the kernel's order fixed".to_owned(),
         );

@@ -3,6 +3,7 @@
 
 use super::Gate;
 use super::sample::Sample;
+use super::shrink::sample_note;
 use crate::diag::Code;
 use crate::providers::Kernel;
 use fkc_provider::DType;
@@ -50,9 +51,7 @@ impl Gate<'_> {
             span,
             format!("`flops` is {flops}, outside [2 × {macs} multiply-adds performed, 2 × {visited} taps visited] = [{low}, {high}] for `{}`", kernel.symbol),
         );
-        diagnostic
-            .notes
-            .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
         diagnostic
             .help
             .push("count 2 flops per multiply-add the kernel's loop nest visits".to_owned());
@@ -95,9 +94,7 @@ impl Gate<'_> {
             if let Some(message) = problem {
                 let span = formula.source.span.clone();
                 let diagnostic = self.error(Code::CostFormula, span, message);
-                diagnostic
-                    .notes
-                    .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+                diagnostic.notes.push(sample_note(dtype.name(), sample));
                 diagnostic.help.push("a cost formula must evaluate to a non-negative integer on every accepted sample".to_owned());
                 return false;
             }

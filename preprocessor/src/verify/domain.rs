@@ -217,35 +217,20 @@ impl Gate<'_> {
         dtype: DType,
         samples: &[(Sample, usize)],
     ) {
+        use super::shrink::{Check, Keep, Replay};
         let mut rejected = 0;
         for (index, (sample, constraint)) in samples.iter().enumerate() {
-            let outcome = call(
-                kernel,
-                &self.domain,
-                sample,
-                dtype,
-                self.seed ^ index as u64,
-                false,
-            );
-            if let Outcome::Crashed(crash) = &outcome {
-                self.crashed(kernel, dtype, sample, crash);
-                return;
-            }
-            if let Outcome::Accepted { .. } = outcome {
-                let located = self.constraint_source(*constraint);
-                let diagnostic = self.error(
-                    Code::OverPromise,
-                    located.0,
-                    format!(
-                        "`{}` accepts a sample that breaks this constraint",
-                        kernel.symbol
-                    ),
-                );
-                diagnostic.label = Some("the only constraint the sample breaks".to_owned());
-                diagnostic
-                    .notes
-                    .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
-                diagnostic.help.push(format!("the kernel does not need `{}`: relax the constraint, or make the kernel validate it", located.1));
+            let seed = self.seed ^ index as u64;
+            let before = self.diagnostics.len();
+            if !self.breaking_one(kernel, dtype, sample, *constraint, seed) {
+                let replay = Replay {
+                    kernel,
+                    dtype,
+                    seed,
+                    check: Check::Domain,
+                    keep: Keep::Breaks(*constraint),
+                };
+                self.shrink_report(before, &replay, sample);
                 return;
             }
             rejected += 1;
@@ -287,6 +272,41 @@ impl Gate<'_> {
                 ),
             ));
         }
+    }
+
+    /// Runs one sample breaking exactly `constraint`: the kernel must reject it. False after
+    /// reporting an acceptance (an over-promise) or a crash.
+    pub(super) fn breaking_one(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        constraint: usize,
+        seed: u64,
+    ) -> bool {
+        let outcome = call(kernel, &self.domain, sample, dtype, seed, false);
+        if let Outcome::Crashed(crash) = &outcome {
+            self.crashed(kernel, dtype, sample, crash);
+            return false;
+        }
+        if let Outcome::Accepted { .. } = outcome {
+            let located = self.constraint_source(constraint);
+            let diagnostic = self.error(
+                Code::OverPromise,
+                located.0,
+                format!(
+                    "`{}` accepts a sample that breaks this constraint",
+                    kernel.symbol
+                ),
+            );
+            diagnostic.label = Some("the only constraint the sample breaks".to_owned());
+            diagnostic
+                .notes
+                .push(super::shrink::sample_note(dtype.name(), sample));
+            diagnostic.help.push(format!("the kernel does not need `{}`: relax the constraint, or make the kernel validate it", located.1));
+            return false;
+        }
+        true
     }
 
     pub(super) fn constraint_source(&self, index: usize) -> (Range<usize>, String) {

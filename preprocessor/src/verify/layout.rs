@@ -7,6 +7,7 @@
 
 use super::run::{operands, params};
 use super::sample::Sample;
+use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::contract::raw::{LayoutRequirement, RawContract, RawInput};
 use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::view::{broadcast_view_of, offset_view_of, reversed_view_of, strided_view_of};
@@ -223,33 +224,19 @@ impl Gate<'_> {
         let Some((sample, _)) = admitted.first() else {
             return;
         };
-        let report = check(self.raw, kernel, sample, dtype, self.seed);
-        if let Some(failure) = report.failure {
-            let input = self
-                .raw
-                .inputs
-                .iter()
-                .find(|i| i.name.value == failure.input);
-            let span = input
-                .and_then(|i| i.layout.as_ref())
-                .and_then(|l| {
-                    l.flags()
-                        .into_iter()
-                        .find(|(f, _)| *f == failure.flag)
-                        .and_then(|(_, r)| r.map(|r| r.span.clone()))
-                })
-                .or_else(|| input.map(|i| i.span.clone()))
-                .unwrap_or_else(|| self.raw.kernel.span.clone());
-            let diagnostic = self.error(Code::LayoutClaim, span, failure.message);
-            diagnostic
-                .notes
-                .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
-            diagnostic.help.push(
-                "state the layouts the kernel really takes (`required`, `accepted` or `rejected`)"
-                    .to_owned(),
-            );
+        let seed = self.seed;
+        let before = self.diagnostics.len();
+        let Some(report) = self.layout_one(kernel, dtype, sample, seed) else {
+            let replay = Replay {
+                kernel,
+                dtype,
+                seed,
+                check: Check::Layout,
+                keep: Keep::Admitted,
+            };
+            self.shrink_report(before, &replay, sample);
             return;
-        }
+        };
         if report.tried.is_empty() {
             self.evidence.rows.push((
                 "layout claims".to_owned(),
@@ -277,5 +264,42 @@ impl Gate<'_> {
                 summary.join("; ")
             ),
         ));
+    }
+
+    /// Runs every layout view on one admitted sample; `None` after reporting a claim that
+    /// does not hold.
+    pub(super) fn layout_one(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        seed: u64,
+    ) -> Option<LayoutReport> {
+        let report = check(self.raw, kernel, sample, dtype, seed);
+        let Some(failure) = report.failure else {
+            return Some(report);
+        };
+        let input = self
+            .raw
+            .inputs
+            .iter()
+            .find(|i| i.name.value == failure.input);
+        let span = input
+            .and_then(|i| i.layout.as_ref())
+            .and_then(|l| {
+                l.flags()
+                    .into_iter()
+                    .find(|(f, _)| *f == failure.flag)
+                    .and_then(|(_, r)| r.map(|r| r.span.clone()))
+            })
+            .or_else(|| input.map(|i| i.span.clone()))
+            .unwrap_or_else(|| self.raw.kernel.span.clone());
+        let diagnostic = self.error(Code::LayoutClaim, span, failure.message);
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
+        diagnostic.help.push(
+            "state the layouts the kernel really takes (`required`, `accepted` or `rejected`)"
+                .to_owned(),
+        );
+        None
     }
 }

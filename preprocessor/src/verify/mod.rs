@@ -23,6 +23,7 @@ mod named;
 mod operands;
 pub mod oracle;
 mod order;
+mod repro;
 mod rules;
 pub mod run;
 pub mod sample;
@@ -30,6 +31,9 @@ mod shrink;
 mod special;
 mod values;
 pub mod worked;
+
+pub use repro::{Reproduced, Reproduction, reproduce};
+pub use shrink::Check;
 
 use crate::contract::raw::RawContract;
 use crate::contract::resolved::Contract;
@@ -85,36 +89,11 @@ pub fn verify(
     source: &Arc<SourceFile>,
     options: VerifyOptions,
 ) -> (Evidence, Vec<Diagnostic>) {
-    let kernels: Vec<(DType, Kernel<'_>)> = import
-        .entry_points
-        .iter()
-        .filter_map(|e| {
-            let info = e.kernel.as_ref()?;
-            Some((e.dtype, Kernel { info, provider }))
-        })
-        .collect();
+    let kernels = entry_kernels(import, provider);
     let Some(&(first_dtype, first_kernel)) = kernels.first() else {
         return (Evidence::default(), Vec::new());
     };
-    let mut gate = Gate {
-        raw,
-        source,
-        domain: Domain {
-            raw,
-            contract,
-            kernel_params: &first_kernel.info.params,
-        },
-        diagnostics: Vec::new(),
-        evidence: Evidence::default(),
-        seed: options.seed,
-        op_kind: raw
-            .op_kind
-            .as_ref()
-            .map(|k| k.value.clone())
-            .or_else(|| first_kernel.op_kind.clone())
-            .unwrap_or_default(),
-        named_oracle: None,
-    };
+    let mut gate = Gate::new(raw, contract, source, &first_kernel, options.seed);
     gate.named_oracle = match named::resolve(&mut gate, [provider, builtin]) {
         Ok(named) => named,
         Err(()) => return (gate.evidence, gate.diagnostics),
@@ -173,6 +152,18 @@ pub fn verify(
     (gate.evidence, gate.diagnostics)
 }
 
+/// The contract's entry points the provider serves, with their dtypes, in declared order.
+fn entry_kernels<'a>(import: &'a Import, provider: &'a Provider) -> Vec<(DType, Kernel<'a>)> {
+    import
+        .entry_points
+        .iter()
+        .filter_map(|e| {
+            let info = e.kernel.as_ref()?;
+            Some((e.dtype, Kernel { info, provider }))
+        })
+        .collect()
+}
+
 /// How a result compared with the oracle.
 #[derive(Debug, Clone, Copy)]
 struct Agreement {
@@ -195,6 +186,37 @@ struct Gate<'a> {
     op_kind: String,
     /// The entry point the contract names as its oracle (`oracle:`), if any.
     named_oracle: Option<named::NamedOracle<'a>>,
+}
+
+impl<'a> Gate<'a> {
+    /// A gate on `raw`, sampling with the parameter descriptions of its first entry point.
+    fn new(
+        raw: &'a RawContract,
+        contract: &'a Contract,
+        source: &'a Arc<SourceFile>,
+        first_kernel: &Kernel<'a>,
+        seed: u64,
+    ) -> Self {
+        Gate {
+            raw,
+            source,
+            domain: Domain {
+                raw,
+                contract,
+                kernel_params: &first_kernel.info.params,
+            },
+            diagnostics: Vec::new(),
+            evidence: Evidence::default(),
+            seed,
+            op_kind: raw
+                .op_kind
+                .as_ref()
+                .map(|k| k.value.clone())
+                .or_else(|| first_kernel.op_kind.clone())
+                .unwrap_or_default(),
+            named_oracle: None,
+        }
+    }
 }
 
 impl Gate<'_> {
@@ -280,6 +302,14 @@ mod tests {
     }
 
     fn codes_for(provider: &Provider, symbol: &str) -> Vec<Code> {
+        gated(provider, symbol, false)
+            .iter()
+            .map(|d| d.code)
+            .collect()
+    }
+
+    /// The diagnostics of the admitted-domain check (with `breaking`, of the breaking one).
+    fn gated(provider: &Provider, symbol: &str, breaking: bool) -> Vec<Diagnostic> {
         let info = provider.description().entry_point(symbol).unwrap();
         let kernel = Kernel { info, provider };
         let source = Arc::new(SourceFile::new("t.md", POOL));
@@ -302,10 +332,112 @@ mod tests {
             op_kind: String::new(),
             named_oracle: None,
         };
-        let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
-        assert!(!admitted.is_empty());
-        gate.admitted(&kernel, DType::F32, &admitted);
-        gate.diagnostics.iter().map(|d| d.code).collect()
+        let (admitted, broken) = gate.draw(DType::F32, VerifyOptions::default());
+        assert!(!admitted.is_empty() && !broken.is_empty());
+        if breaking {
+            gate.breaking(&kernel, DType::F32, &broken);
+        } else {
+            gate.admitted(&kernel, DType::F32, &admitted);
+        }
+        for diagnostic in &gate.diagnostics {
+            assert_eq!(diagnostic.notes.len(), 1, "{diagnostic:?}");
+            let sample = shown_sample(diagnostic);
+            let verdict = gate.domain.verdict(&sample, DType::F32);
+            assert_eq!(
+                matches!(verdict, sample::Verdict::Breaks { .. }),
+                breaking,
+                "{verdict:?}"
+            );
+        }
+        gate.diagnostics
+    }
+
+    /// The sample a report names, read back from its reproduction line.
+    fn shown_sample(diagnostic: &Diagnostic) -> Sample {
+        let line = diagnostic
+            .help
+            .iter()
+            .find_map(|h| h.strip_prefix("reproduce: mdbook-fkc repro t.md:1 --dtype F32 --seed "))
+            .unwrap();
+        let quoted = line.split_once(" --sample '").unwrap().1;
+        let sample = Sample::parse(quoted.strip_suffix('\'').unwrap()).unwrap();
+        assert!(diagnostic.notes[0].ends_with(&sample.describe()));
+        sample
+    }
+
+    /// A pooling-shaped kernel that accepts every sample (an output of ones where the shape
+    /// is undefined).
+    fn lenient(
+        operands: &[Option<Operand>],
+        params: &ParamValues,
+    ) -> Result<Vec<AnyTensor>, Rejection> {
+        let x = operands[0].as_ref().unwrap().shape().to_vec();
+        let get = |name: &str| match params[name] {
+            fkc_provider::ParamValue::Usize(v) => v,
+            _ => panic!(),
+        };
+        let (k, s) = (get("kernel_size"), get("stride"));
+        let pooled = |d: usize| {
+            d.checked_sub(k)
+                .and_then(|d| d.checked_div(s))
+                .map_or(1, |d| d + 1)
+        };
+        let shape = [x[0], x[1], pooled(x[2]), pooled(x[3])];
+        Ok(vec![
+            AnyTensor::from_f64(DType::F32, &shape, &vec![0.0; shape.iter().product()]).unwrap(),
+        ])
+    }
+
+    const SMALLEST: &str =
+        "counterexample (shrunk, F32): x: [1, 1, 1, 1], kernel_size = 1, stride = 1";
+
+    #[test]
+    fn a_dtype_rule_counterexample_is_shrunk_to_the_smallest_sample() {
+        let found = gated(&synthetic(widening), "synthetic::pool_f32", false);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].notes, [SMALLEST]);
+        assert!(
+            found[0]
+                .help
+                .iter()
+                .any(|h| h.ends_with(" --sample 'x: [1, 1, 1, 1], kernel_size = 1, stride = 1'")),
+            "{:?}",
+            found[0].help
+        );
+    }
+
+    #[test]
+    fn a_nondeterminism_counterexample_is_shrunk_to_the_smallest_sample() {
+        let found = gated(&synthetic(flaky), "synthetic::pool_f32", false);
+        assert_eq!(found[0].code, Code::Nondeterministic);
+        assert_eq!(found[0].notes, [SMALLEST]);
+    }
+
+    #[test]
+    fn an_over_promise_is_shrunk_keeping_the_one_broken_constraint() {
+        let found = gated(&synthetic(lenient), "synthetic::pool_f32", true);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].code, Code::OverPromise);
+        assert!(
+            found[0].notes[0].starts_with("counterexample (shrunk, F32): x: [1, 1, "),
+            "{:?}",
+            found[0].notes
+        );
+    }
+
+    /// A pooling-shaped kernel that panics, counting its calls.
+    fn counted_panic(_: &[Option<Operand>], _: &ParamValues) -> Result<Vec<AnyTensor>, Rejection> {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        panic!("index out of bounds")
+    }
+    static PANICS: AtomicU64 = AtomicU64::new(0);
+
+    #[test]
+    fn shrinking_a_crash_is_bounded_in_kernel_calls() {
+        let found = gated(&synthetic(counted_panic), "synthetic::pool_f32", false);
+        assert_eq!(found[0].code, Code::KernelCrashed);
+        // the crash itself, at most 30 smaller samples, and the report on the smallest
+        assert!(PANICS.load(Ordering::SeqCst) <= 32, "{PANICS:?}");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::Gate;
 use super::oracle;
 use super::run::{Fill, operands, oracle_inputs, params};
 use super::sample::Sample;
+use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
 use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::DType;
@@ -31,46 +32,20 @@ impl Gate<'_> {
         }
         let mut checked = 0;
         for (index, sample) in admitted.iter().take(ORDER_SAMPLES).enumerate() {
-            let fill = Fill::WideExponents(self.seed ^ ((index as u64) << 8));
-            let (Ok(ops), Ok(values)) = (
-                operands(kernel, sample, dtype, fill),
-                params(kernel, sample),
-            ) else {
+            let seed = self.seed ^ ((index as u64) << 8);
+            let before = self.diagnostics.len();
+            let Some(held) = self.order_one(kernel, dtype, sample, seed) else {
                 continue;
             };
-            let CallOutcome::Outputs(outputs) = kernel.run(&ops, &values) else {
-                continue; // the admitted-domain check reports refusals and crashes
-            };
-            let inputs = oracle_inputs(&ops);
-            let (Some(expected), Some(actual)) = (
-                oracle::ordered(&self.op_kind, dtype, &inputs, sample),
-                outputs.first().map(|o| o.to_f64_vec()),
-            ) else {
-                continue;
-            };
-            let differs = actual
-                .iter()
-                .zip(&expected)
-                .position(|(a, e)| a.to_bits() != e.to_bits() && !(a.is_nan() && e.is_nan()));
-            if let Some(at) = differs.or((actual.len() != expected.len()).then_some(0)) {
-                let got = actual.get(at).copied().unwrap_or(f64::NAN);
-                let want = expected.get(at).copied().unwrap_or(f64::NAN);
-                let diagnostic = self.error(
-                    Code::WrongValue,
-                    order.span.clone(),
-                    format!(
-                        "`{}` computes {got:e} at output element {at}; the naive nested sum in {dtype} gives {want:e}, and the contract promises it bit for bit (`order: {}`)",
-                        kernel.symbol, order.value
-                    ),
-                );
-                diagnostic.notes.push(format!(
-                    "sample ({dtype}, operand exponents spread wide): {}",
-                    sample.describe()
-                ));
-                diagnostic.help.push(
-                    "keep the documented summation order (no reassociation, no FMA, no wider accumulator), or drop the claim"
-                        .to_owned(),
-                );
+            if !held {
+                let replay = Replay {
+                    kernel,
+                    dtype,
+                    seed,
+                    check: Check::Order,
+                    keep: Keep::Admitted,
+                };
+                self.shrink_report(before, &replay, sample);
                 return;
             }
             checked += 1;
@@ -82,5 +57,61 @@ impl Gate<'_> {
                 order.value
             ),
         ));
+    }
+
+    /// Checks `precision.order` on one admitted sample with operands spread wide by `seed`:
+    /// `Some(false)` after reporting outputs that are not the naive nested sum bit for bit,
+    /// `None` when nothing could be compared.
+    pub(super) fn order_one(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        seed: u64,
+    ) -> Option<bool> {
+        let order = self.raw.precision.as_ref()?.order.clone()?;
+        let fill = Fill::WideExponents(seed);
+        let (Ok(ops), Ok(values)) = (
+            operands(kernel, sample, dtype, fill),
+            params(kernel, sample),
+        ) else {
+            return None;
+        };
+        let CallOutcome::Outputs(outputs) = kernel.run(&ops, &values) else {
+            return None; // the admitted-domain check reports refusals and crashes
+        };
+        let inputs = oracle_inputs(&ops);
+        let (Some(expected), Some(actual)) = (
+            oracle::ordered(&self.op_kind, dtype, &inputs, sample),
+            outputs.first().map(|o| o.to_f64_vec()),
+        ) else {
+            return None;
+        };
+        let differs = actual
+            .iter()
+            .zip(&expected)
+            .position(|(a, e)| a.to_bits() != e.to_bits() && !(a.is_nan() && e.is_nan()));
+        let Some(at) = differs.or((actual.len() != expected.len()).then_some(0)) else {
+            return Some(true);
+        };
+        let got = actual.get(at).copied().unwrap_or(f64::NAN);
+        let want = expected.get(at).copied().unwrap_or(f64::NAN);
+        let diagnostic = self.error(
+            Code::WrongValue,
+            order.span.clone(),
+            format!(
+                "`{}` computes {got:e} at output element {at}; the naive nested sum in {dtype} gives {want:e}, and the contract promises it bit for bit (`order: {}`)",
+                kernel.symbol, order.value
+            ),
+        );
+        diagnostic.notes.push(sample_note(
+            &format!("{dtype}, operand exponents spread wide"),
+            sample,
+        ));
+        diagnostic.help.push(
+            "keep the documented summation order (no reassociation, no FMA, no wider accumulator), or drop the claim"
+                .to_owned(),
+        );
+        Some(false)
     }
 }

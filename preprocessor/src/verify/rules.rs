@@ -2,6 +2,7 @@
 
 use super::Gate;
 use super::sample::Sample;
+use super::shrink::sample_note;
 use crate::contract::resolved::ShapeRule;
 use crate::diag::Code;
 use crate::providers::Kernel;
@@ -32,6 +33,7 @@ impl Gate<'_> {
                     self.raw.outputs.len()
                 ),
             );
+            diagnostic.notes.push(sample_note(dtype.name(), sample));
             diagnostic.help.push(
                 "declare one entry of `return.outputs` per output the kernel returns".to_owned(),
             );
@@ -63,9 +65,7 @@ impl Gate<'_> {
                         output.name.value
                     ),
                 );
-                diagnostic
-                    .notes
-                    .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+                diagnostic.notes.push(sample_note(dtype.name(), sample));
                 diagnostic
                     .help
                     .push("correct the shape rule to what the kernel computes".to_owned());
@@ -83,7 +83,7 @@ impl Gate<'_> {
                     .dtype_rule
                     .as_ref()
                     .map_or(output.name.span.clone(), |r| r.span.clone());
-                self.error(
+                let diagnostic = self.error(
                     Code::DtypeRuleViolated,
                     span,
                     format!(
@@ -92,9 +92,9 @@ impl Gate<'_> {
                         out_dtype.name(),
                         dtype.name()
                     ),
-                )
-                .help
-                .push("correct the dtype rule".to_owned());
+                );
+                diagnostic.notes.push(sample_note(dtype.name(), sample));
+                diagnostic.help.push("correct the dtype rule".to_owned());
                 return false;
             }
         }

@@ -251,6 +251,136 @@ impl Sample {
         }));
         parts.join(", ")
     }
+
+    /// The sample [`Sample::describe`] wrote (`x: [1, 2], b: absent, k = 2, s = (1, 1)`); an
+    /// absent input's dims are left empty. Bounded: at most [`MAX_DESCRIBED`] bytes, ranks up
+    /// to 8, values up to [`MAX_VALUE`] and at most [`MAX_ELEMENTS`] elements per input.
+    pub fn parse(text: &str) -> Result<Sample, String> {
+        if text.len() > MAX_DESCRIBED {
+            return Err(format!("a sample is at most {MAX_DESCRIBED} bytes"));
+        }
+        let mut sample = Sample {
+            inputs: Vec::new(),
+            params: Vec::new(),
+        };
+        let mut rest = text.trim();
+        while !rest.is_empty() {
+            let (name, after) = parse_name(rest)?;
+            rest = if let Some(after) = after.strip_prefix(": ") {
+                let (dims, after) = parse_operand(name, after)?;
+                sample.inputs.push((
+                    name.to_owned(),
+                    dims.clone().unwrap_or_default(),
+                    dims.is_some(),
+                ));
+                after
+            } else if let Some(after) = after.strip_prefix(" = ") {
+                let (param, after) = parse_param(after)?;
+                sample.params.push((name.to_owned(), param));
+                after
+            } else {
+                return Err(format!("expected `: ` or ` = ` after `{name}`"));
+            };
+            rest = match rest.strip_prefix(", ") {
+                Some(next) if !next.is_empty() => next,
+                Some(_) => return Err("a trailing `, `".to_owned()),
+                None if rest.is_empty() => rest,
+                None => return Err(format!("expected `, ` before `{}`", clip(rest))),
+            };
+        }
+        Ok(sample)
+    }
+}
+
+/// The longest sample text [`Sample::parse`] reads.
+pub const MAX_DESCRIBED: usize = 4096;
+/// The largest dimension or parameter value [`Sample::parse`] reads.
+pub const MAX_VALUE: i64 = 1 << 16;
+/// The most elements one input of a parsed sample may have.
+pub const MAX_ELEMENTS: i64 = 1 << 24;
+/// The largest rank (and tuple length) [`Sample::parse`] reads.
+const MAX_LIST: usize = 8;
+
+/// A few characters of `text`, for an error message.
+fn clip(text: &str) -> String {
+    text.chars().take(20).collect()
+}
+
+/// An identifier at the start of `text`, and what follows it.
+fn parse_name(text: &str) -> Result<(&str, &str), String> {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    match text.split_at(end) {
+        ("", _) => Err(format!("expected a name at `{}`", clip(text))),
+        (name, rest) => Ok((name, rest)),
+    }
+}
+
+/// `[d, …]` (dims, at most [`MAX_ELEMENTS`] in all) or `absent` (`None`).
+fn parse_operand<'t>(name: &str, text: &'t str) -> Result<(Option<Vec<i64>>, &'t str), String> {
+    if let Some(rest) = text.strip_prefix("absent") {
+        return Ok((None, rest));
+    }
+    let (dims, rest) = parse_list(text, '[', ']')?;
+    let elements = dims
+        .iter()
+        .try_fold(1i64, |total, d| total.checked_mul(*d))
+        .filter(|total| *total <= MAX_ELEMENTS);
+    if elements.is_none() {
+        return Err(format!("`{name}` has more than {MAX_ELEMENTS} elements"));
+    }
+    Ok((Some(dims), rest))
+}
+
+/// `v` or `(v, …)`.
+fn parse_param(text: &str) -> Result<(Param, &str), String> {
+    if text.starts_with('(') {
+        let (values, rest) = parse_list(text, '(', ')')?;
+        return Ok((Param::Ints(values), rest));
+    }
+    let end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, rest) = text.split_at(end);
+    Ok((Param::Int(parse_value(digits)?), rest))
+}
+
+/// `open v, v, … close` with at most [`MAX_LIST`] values.
+fn parse_list(text: &str, open: char, close: char) -> Result<(Vec<i64>, &str), String> {
+    let inner = text
+        .strip_prefix(open)
+        .ok_or_else(|| format!("expected `{open}` at `{}`", clip(text)))?;
+    let end = inner
+        .find(close)
+        .ok_or_else(|| format!("no `{close}` after `{open}`"))?;
+    let (list, rest) = inner.split_at(end);
+    let values = if list.is_empty() {
+        Vec::new()
+    } else {
+        list.split(", ")
+            .map(parse_value)
+            .collect::<Result<Vec<i64>, String>>()?
+    };
+    if values.len() > MAX_LIST {
+        return Err(format!(
+            "at most {MAX_LIST} values between `{open}` and `{close}`"
+        ));
+    }
+    Ok((values, rest.get(1..).unwrap_or("")))
+}
+
+/// A non-negative integer up to [`MAX_VALUE`].
+fn parse_value(text: &str) -> Result<i64, String> {
+    text.parse::<i64>()
+        .ok()
+        .filter(|v| (0..=MAX_VALUE).contains(v) && text.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            format!(
+                "expected an integer from 0 to {MAX_VALUE}, found `{}`",
+                clip(text)
+            )
+        })
 }
 
 /// What the contract says about a sample.
@@ -496,6 +626,44 @@ fn small(rng: &mut Rng) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_described_sample_parses_back_to_itself() {
+        let sample = Sample {
+            inputs: vec![
+                ("x".to_owned(), vec![1, 4, 3, 3], true),
+                ("bias".to_owned(), Vec::new(), false),
+            ],
+            params: vec![
+                ("groups".to_owned(), Param::Int(2)),
+                ("stride".to_owned(), Param::Ints(vec![1, 0])),
+                ("pads".to_owned(), Param::Ints(vec![0, 1, 2, 3])),
+            ],
+        };
+        let text = sample.describe();
+        assert_eq!(
+            text,
+            "x: [1, 4, 3, 3], bias: absent, groups = 2, stride = (1, 0), pads = (0, 1, 2, 3)"
+        );
+        assert_eq!(Sample::parse(&text), Ok(sample));
+    }
+
+    #[test]
+    fn malformed_or_huge_samples_are_refused() {
+        for text in [
+            "x: [1, 2",
+            "x [1]",
+            "x: [1, -2]",
+            "x: [1], ",
+            "k = 99999999999999999999",
+            "x: [65536, 65536, 2]",
+            "x: [1, 1, 1, 1, 1, 1, 1, 1, 1]",
+            "k = 1 s = 2",
+        ] {
+            assert!(Sample::parse(text).is_err(), "{text}");
+        }
+        assert!(Sample::parse(&"x: [1], ".repeat(1000)).is_err());
+    }
 
     #[test]
     fn neighbours_move_exactly_one_variable() {

@@ -1,28 +1,110 @@
 //! Shrinking a counterexample: greedily make each dimension and parameter smaller while the
-//! sample stays admitted and still fails, so the report shows a minimal case.
+//! sample stays what it was (admitted, or breaking exactly the same constraint) and the same
+//! check still fails with the same code, within a bounded number of re-runs; the report then
+//! names the smallest sample with a one-line reproduction command.
 
+use super::Gate;
 use super::sample::{Domain, Param, Sample, Verdict};
+use crate::diag::Code;
+use crate::providers::Kernel;
 use fkc_provider::DType;
 
-/// Bounded number of accepted steps (each makes one coordinate one smaller).
-const STEPS: usize = 256;
+/// Re-runs of an ordinary failing check while shrinking.
+const TRIES: usize = 120;
+/// Re-runs of a crashing kernel (each restarts a child provider).
+const CRASH_TRIES: usize = 30;
+/// Re-runs of a hanging kernel (each costs the call timeout).
+const TIMEOUT_TRIES: usize = 2;
 
-/// The smallest admitted sample reachable from `sample` for which `fails` still holds.
+/// What a smaller sample must stay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Every constraint holds.
+    Admitted,
+    /// Exactly this constraint is false.
+    Breaks(usize),
+}
+
+impl Keep {
+    fn holds(self, domain: &Domain<'_>, sample: &Sample, dtype: DType) -> bool {
+        match (self, domain.verdict(sample, dtype)) {
+            (Keep::Admitted, Verdict::Admitted { .. }) => true,
+            (Keep::Breaks(wanted), Verdict::Breaks { constraint }) => wanted == constraint,
+            _ => false,
+        }
+    }
+}
+
+/// Which per-sample check found a failure (and which one a reproduction replays).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The contract's verdict on the sample: admitted samples run (accepted, rules, values,
+    /// determinism), breaking ones must be rejected. Operand values: seeded in [-1, 1).
+    Domain,
+    /// `precision.order`, on operands with exponents spread wide.
+    Order,
+    /// Special values (NaN, ±Inf, -0.0, subnormals, huge values) in the operands.
+    Special,
+    /// Layout claims, on real views of the operands.
+    Layout,
+}
+
+impl Check {
+    /// The name `repro --check` takes (`None` for the default, [`Check::Domain`]).
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Check::Domain => None,
+            Check::Order => Some("order"),
+            Check::Special => Some("special"),
+            Check::Layout => Some("layout"),
+        }
+    }
+
+    /// The check named `name` (`repro --check`).
+    pub fn parse(name: &str) -> Option<Check> {
+        [Check::Order, Check::Special, Check::Layout]
+            .into_iter()
+            .find(|c| c.name() == Some(name))
+    }
+}
+
+/// One failing run: the kernel, dtype, operand seed and check to replay on smaller samples.
+#[derive(Clone, Copy)]
+pub(super) struct Replay<'k> {
+    pub kernel: &'k Kernel<'k>,
+    pub dtype: DType,
+    pub seed: u64,
+    pub check: Check,
+    pub keep: Keep,
+}
+
+/// The smallest sample reachable from `sample` that stays what `keep` says and for which
+/// `fails` still holds, calling `fails` at most `tries` times.
 pub fn shrink(
     domain: &Domain<'_>,
     sample: &Sample,
     dtype: DType,
-    fails: impl Fn(&Sample) -> bool,
+    keep: Keep,
+    tries: usize,
+    mut fails: impl FnMut(&Sample) -> bool,
 ) -> Sample {
     let mut best = sample.clone();
-    for _ in 0..STEPS {
-        let next = smaller(&best).into_iter().find(|candidate| {
-            matches!(domain.verdict(candidate, dtype), Verdict::Admitted { .. }) && fails(candidate)
-        });
-        match next {
-            Some(candidate) => best = candidate,
-            None => break,
+    let mut left = tries;
+    'steps: while left > 0 {
+        for candidate in smaller(&best) {
+            if !keep.holds(domain, &candidate, dtype) {
+                continue;
+            }
+            if left == 0 {
+                break 'steps;
+            }
+            left -= 1;
+            if fails(&candidate) {
+                best = candidate;
+                continue 'steps;
+            }
         }
+        break;
     }
     best
 }
@@ -64,4 +146,158 @@ fn smaller(sample: &Sample) -> Vec<Sample> {
         }
     }
     out
+}
+
+/// How many re-runs a failure with `code` may cost while shrinking.
+fn tries_for(code: Code) -> usize {
+    match code {
+        Code::KernelTimedOut => TIMEOUT_TRIES,
+        Code::KernelCrashed => CRASH_TRIES,
+        _ => TRIES,
+    }
+}
+
+/// Whether a failure is about the sample (so a smaller one and a reproduction make sense),
+/// rather than about the contract's operands or its named oracle.
+fn about_the_sample(code: Code) -> bool {
+    code != Code::OperandsMismatch
+}
+
+/// The note naming the sample a report was made on, as every check writes it.
+pub(super) fn sample_note(detail: &str, sample: &Sample) -> String {
+    format!("sample ({detail}): {}", sample.describe())
+}
+
+/// `note` (from [`sample_note`]) said of a shrunk sample.
+fn shrunk_note(note: &str) -> String {
+    match note.strip_prefix("sample (") {
+        Some(rest) => format!("counterexample (shrunk, {rest}"),
+        None => note.to_owned(),
+    }
+}
+
+/// `text` quoted for a POSIX shell.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+impl<'a> Gate<'a> {
+    /// Runs one check on one sample; false after reporting a failure.
+    pub(super) fn replay(&mut self, replay: &Replay<'_>, sample: &Sample) -> bool {
+        let (kernel, dtype, seed) = (replay.kernel, replay.dtype, replay.seed);
+        let verdict = self.domain.verdict(sample, dtype);
+        match (replay.check, verdict) {
+            (Check::Domain, Verdict::Admitted { outputs }) => {
+                let bitwise = self.promises_bitwise();
+                self.admitted_one(kernel, dtype, sample, &outputs, seed, bitwise)
+                    .is_some()
+            }
+            (Check::Domain, Verdict::Breaks { constraint }) => {
+                self.breaking_one(kernel, dtype, sample, constraint, seed)
+            }
+            (Check::Order, Verdict::Admitted { .. }) => {
+                self.order_one(kernel, dtype, sample, seed) != Some(false)
+            }
+            (Check::Special, Verdict::Admitted { .. }) => {
+                self.special_one(kernel, dtype, sample, seed).passed()
+            }
+            (Check::Layout, Verdict::Admitted { .. }) => {
+                self.layout_one(kernel, dtype, sample, seed).is_some()
+            }
+            _ => true,
+        }
+    }
+
+    /// After `replay` failed on `sample` (reported since diagnostic `before`): the report made
+    /// again on the smallest sample that still fails with the same code, when one is smaller,
+    /// and a one-line reproduction either way.
+    pub(super) fn shrink_report(&mut self, before: usize, replay: &Replay<'_>, sample: &Sample) {
+        let Some(code) = self.diagnostics.get(before).map(|d| d.code) else {
+            return;
+        };
+        if !about_the_sample(code) {
+            return;
+        }
+        let reported = self.diagnostics.split_off(before);
+        let domain = Domain { ..self.domain };
+        let small = shrink(
+            &domain,
+            sample,
+            replay.dtype,
+            replay.keep,
+            tries_for(code),
+            |candidate| self.fails_with(code, replay, candidate),
+        );
+        let shrunk = small != *sample && self.reported_with(code, replay, &small);
+        if !shrunk {
+            self.diagnostics.extend(reported);
+        }
+        let shown = if shrunk { &small } else { sample };
+        let line = self.reproduction(replay, shown);
+        for diagnostic in self.diagnostics.iter_mut().skip(before) {
+            if shrunk {
+                diagnostic.notes = diagnostic.notes.iter().map(|n| shrunk_note(n)).collect();
+            }
+            diagnostic.help.push(line.clone());
+        }
+    }
+
+    /// Whether `replay` fails on `candidate` with `code` (nothing is kept of the run).
+    fn fails_with(&mut self, code: Code, replay: &Replay<'_>, candidate: &Sample) -> bool {
+        let (before, rows) = (self.diagnostics.len(), self.evidence.rows.len());
+        let failed = self.reported_with(code, replay, candidate);
+        self.diagnostics.truncate(before);
+        self.evidence.rows.truncate(rows);
+        failed
+    }
+
+    /// Runs `replay` on `sample`, keeping its report when it fails with `code` (and dropping
+    /// anything else it reported).
+    fn reported_with(&mut self, code: Code, replay: &Replay<'_>, sample: &Sample) -> bool {
+        let before = self.diagnostics.len();
+        let failed = !self.replay(replay, sample);
+        let same = failed && self.diagnostics.get(before).is_some_and(|d| d.code == code);
+        if !same {
+            self.diagnostics.truncate(before);
+        }
+        same
+    }
+
+    /// `reproduce: mdbook-fkc repro FILE:LINE --dtype D --seed S [--check C] --sample '…'`.
+    fn reproduction(&self, replay: &Replay<'_>, sample: &Sample) -> String {
+        let check = replay
+            .check
+            .name()
+            .map_or(String::new(), |name| format!(" --check {name}"));
+        format!(
+            "reproduce: mdbook-fkc repro {}:{} --dtype {} --seed {:#x}{check} --sample {}",
+            self.source.path,
+            self.fence_line(),
+            replay.dtype.name(),
+            replay.seed,
+            shell_quote(&sample.describe())
+        )
+    }
+
+    /// The line of the contract's opening fence (where `check` locates the contract).
+    fn fence_line(&self) -> usize {
+        let text = &self.source.text;
+        let body_line = self.source.line_col(self.raw.kernel.span.start).line;
+        (1..body_line)
+            .rev()
+            .find(|&line| {
+                let start = self.source.line_start(line).unwrap_or(0);
+                let rest = text.get(start..).unwrap_or("").trim_start();
+                rest.starts_with("```") || rest.starts_with("~~~")
+            })
+            .unwrap_or(body_line)
+    }
+
+    /// Whether the contract promises bit-identical repeated runs.
+    pub(super) fn promises_bitwise(&self) -> bool {
+        self.raw
+            .determinism
+            .as_ref()
+            .is_some_and(|d| d.value != crate::contract::raw::Determinism::Nondeterministic)
+    }
 }

@@ -9,9 +9,28 @@ use super::Gate;
 use super::oracle::{self, NanPolicy};
 use super::run::{Fill, operands, oracle_inputs, params};
 use super::sample::Sample;
+use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
 use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::DType;
+
+/// What one run with special values showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SpecialRun {
+    /// The sample cannot be expressed as a call.
+    Skipped,
+    /// No oracle for the op kind: only crashes and refusals were checked.
+    NoOracle,
+    Held,
+    /// Reported.
+    Failed,
+}
+
+impl SpecialRun {
+    pub(super) fn passed(self) -> bool {
+        self != SpecialRun::Failed
+    }
+}
 
 /// Admitted samples each dtype runs with special values.
 const SPECIAL_SAMPLES: usize = 6;
@@ -44,90 +63,24 @@ impl Gate<'_> {
         let policy = self.nan_policy();
         let mut ran = 0;
         for (index, sample) in admitted.iter().take(SPECIAL_SAMPLES).enumerate() {
-            let fill = Fill::Special(self.seed ^ ((index as u64) << 16));
-            let (Ok(ops), Ok(values)) = (
-                operands(kernel, sample, dtype, fill),
-                params(kernel, sample),
-            ) else {
-                continue;
-            };
-            let outputs = match kernel.run(&ops, &values) {
-                CallOutcome::Outputs(outputs) => outputs,
-                CallOutcome::Crashed(crash) => {
-                    self.crashed(kernel, dtype, sample, &crash);
+            let seed = self.seed ^ ((index as u64) << 16);
+            let before = self.diagnostics.len();
+            match self.special_one(kernel, dtype, sample, seed) {
+                SpecialRun::Skipped => continue,
+                SpecialRun::NoOracle => return true, // the crash and refusal checks are what ran
+                SpecialRun::Held => ran += 1,
+                SpecialRun::Failed => {
+                    let replay = Replay {
+                        kernel,
+                        dtype,
+                        seed,
+                        check: Check::Special,
+                        keep: Keep::Admitted,
+                    };
+                    self.shrink_report(before, &replay, sample);
                     return false;
                 }
-                CallOutcome::Rejected(error) => {
-                    let span = self.raw.kernel.span.clone();
-                    let diagnostic = self.error(
-                        Code::UnderConstrained,
-                        span,
-                        format!(
-                            "`{}` refuses an admitted sample because of its values (NaN, ±Inf, -0.0, subnormals or huge values): {error}",
-                            kernel.symbol
-                        ),
-                    );
-                    diagnostic
-                        .notes
-                        .push(format!("sample ({dtype}): {}", sample.describe()));
-                    diagnostic.help.push("a kernel takes any value of its dtype: compute with it (IEEE arithmetic) instead of refusing".to_owned());
-                    return false;
-                }
-            };
-            let inputs = oracle_inputs(&ops);
-            let (Some(reference), Some(actual)) = (
-                oracle::reference_with(&self.op_kind, &inputs, sample, policy),
-                outputs.first().map(|o| o.to_f64_vec()),
-            ) else {
-                return true; // no oracle: the crash and refusal checks above are what ran
-            };
-            let gamma = oracle::gamma(reference.terms + 1, oracle::unit_roundoff(dtype));
-            let slack = (reference.terms as f64 + 2.0) * oracle::smallest_subnormal(dtype);
-            let bad = actual
-                .iter()
-                .zip(&reference.values)
-                .enumerate()
-                .find(|(i, (got, want))| {
-                    let magnitude = reference.magnitude.get(*i).copied().unwrap_or(0.0);
-                    let overflows = magnitude.is_nan() || magnitude >= largest(dtype) / 2.0;
-                    if want.is_nan() {
-                        return !got.is_nan();
-                    }
-                    if overflows {
-                        return false; // ±Inf, or NaN from Inf − Inf, is the dtype's own arithmetic
-                    }
-                    if want.is_infinite() || got.is_nan() || got.is_infinite() {
-                        return **got != **want;
-                    }
-                    (*got - *want).abs() > gamma * magnitude + slack
-                });
-            if let Some((at, (got, want))) = bad {
-                let span = self
-                    .raw
-                    .precision
-                    .as_ref()
-                    .and_then(|p| p.nan.as_ref().map(|n| n.span.clone()))
-                    .unwrap_or_else(|| self.raw.kernel.span.clone());
-                let policy_text = match policy {
-                    NanPolicy::Propagate => "nan: propagate (the default)",
-                    NanPolicy::Ignore => "nan: ignore",
-                };
-                let diagnostic = self.error(
-                    Code::WrongValue,
-                    span,
-                    format!(
-                        "with special values, `{}` computes {got:e} at output element {at}; the oracle under `{policy_text}` gives {want:e}",
-                        kernel.symbol
-                    ),
-                );
-                diagnostic.notes.push(format!(
-                    "sample ({dtype}, with NaN, ±Inf, -0.0, subnormals and huge values): {}",
-                    sample.describe()
-                ));
-                diagnostic.help.push("state what the kernel does with a NaN operand (`precision.nan: propagate` or `ignore`), or fix the kernel".to_owned());
-                return false;
             }
-            ran += 1;
         }
         self.evidence.rows.push((
             format!("{dtype} special values"),
@@ -141,5 +94,100 @@ impl Gate<'_> {
             ),
         ));
         true
+    }
+
+    /// Runs one admitted sample with special values chosen by `seed` (reporting a failure).
+    pub(super) fn special_one(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        seed: u64,
+    ) -> SpecialRun {
+        let policy = self.nan_policy();
+        let fill = Fill::Special(seed);
+        let (Ok(ops), Ok(values)) = (
+            operands(kernel, sample, dtype, fill),
+            params(kernel, sample),
+        ) else {
+            return SpecialRun::Skipped;
+        };
+        let outputs = match kernel.run(&ops, &values) {
+            CallOutcome::Outputs(outputs) => outputs,
+            CallOutcome::Crashed(crash) => {
+                self.crashed(kernel, dtype, sample, &crash);
+                return SpecialRun::Failed;
+            }
+            CallOutcome::Rejected(error) => {
+                let span = self.raw.kernel.span.clone();
+                let diagnostic = self.error(
+                    Code::UnderConstrained,
+                    span,
+                    format!(
+                        "`{}` refuses an admitted sample because of its values (NaN, ±Inf, -0.0, subnormals or huge values): {error}",
+                        kernel.symbol
+                    ),
+                );
+                diagnostic
+                    .notes
+                    .push(sample_note(&dtype.to_string(), sample));
+                diagnostic.help.push("a kernel takes any value of its dtype: compute with it (IEEE arithmetic) instead of refusing".to_owned());
+                return SpecialRun::Failed;
+            }
+        };
+        let inputs = oracle_inputs(&ops);
+        let (Some(reference), Some(actual)) = (
+            oracle::reference_with(&self.op_kind, &inputs, sample, policy),
+            outputs.first().map(|o| o.to_f64_vec()),
+        ) else {
+            return SpecialRun::NoOracle;
+        };
+        let gamma = oracle::gamma(reference.terms + 1, oracle::unit_roundoff(dtype));
+        let slack = (reference.terms as f64 + 2.0) * oracle::smallest_subnormal(dtype);
+        let bad = actual
+            .iter()
+            .zip(&reference.values)
+            .enumerate()
+            .find(|(i, (got, want))| {
+                let magnitude = reference.magnitude.get(*i).copied().unwrap_or(0.0);
+                let overflows = magnitude.is_nan() || magnitude >= largest(dtype) / 2.0;
+                if want.is_nan() {
+                    return !got.is_nan();
+                }
+                if overflows {
+                    return false; // ±Inf, or NaN from Inf − Inf, is the dtype's own arithmetic
+                }
+                if want.is_infinite() || got.is_nan() || got.is_infinite() {
+                    return **got != **want;
+                }
+                (*got - *want).abs() > gamma * magnitude + slack
+            });
+        if let Some((at, (got, want))) = bad {
+            let span = self
+                .raw
+                .precision
+                .as_ref()
+                .and_then(|p| p.nan.as_ref().map(|n| n.span.clone()))
+                .unwrap_or_else(|| self.raw.kernel.span.clone());
+            let policy_text = match policy {
+                NanPolicy::Propagate => "nan: propagate (the default)",
+                NanPolicy::Ignore => "nan: ignore",
+            };
+            let diagnostic = self.error(
+                Code::WrongValue,
+                span,
+                format!(
+                    "with special values, `{}` computes {got:e} at output element {at}; the oracle under `{policy_text}` gives {want:e}",
+                    kernel.symbol
+                ),
+            );
+            diagnostic.notes.push(sample_note(
+                &format!("{dtype}, with NaN, ±Inf, -0.0, subnormals and huge values"),
+                sample,
+            ));
+            diagnostic.help.push("state what the kernel does with a NaN operand (`precision.nan: propagate` or `ignore`), or fix the kernel".to_owned());
+            return SpecialRun::Failed;
+        }
+        SpecialRun::Held
     }
 }

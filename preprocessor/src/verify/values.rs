@@ -2,6 +2,7 @@
 //! Higham's bound and the authored tolerances.
 
 use super::sample::Sample;
+use super::shrink::sample_note;
 use super::{Agreement, Gate, oracle};
 use crate::diag::Code;
 use crate::providers::Kernel;
@@ -139,9 +140,7 @@ impl Gate<'_> {
             span,
             format!("`{}` computes {got:e} at output element {index}; {oracle} value is {want:e}, and the contract promises it {claim}", kernel.symbol),
         );
-        diagnostic
-            .notes
-            .push(format!("sample ({}): {}", dtype.name(), sample.describe()));
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
         diagnostic
             .help
             .push("fix the kernel, or state the precision it really has".to_owned());

@@ -15,6 +15,7 @@ mod mutations;
 mod page;
 mod protocol;
 mod providers;
+mod repro;
 mod serve;
 mod snapshot;
 mod support;

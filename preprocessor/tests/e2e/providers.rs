@@ -225,7 +225,14 @@ fn crashing_and_hanging_kernels_are_located_failures_within_the_time_limit() {
             "{kernel}: {report}"
         );
         assert!(report.contains(says), "{kernel}: {report}");
-        assert!(report.contains("sample (F32)"), "{kernel}: {report}");
+        assert!(
+            report.contains("sample (F32)") || report.contains("counterexample (shrunk, F32)"),
+            "{kernel}: {report}"
+        );
+        assert!(
+            report.contains("reproduce: mdbook-fkc repro book/crashes.md:"),
+            "{kernel}: {report}"
+        );
     }
 }
 

@@ -1,0 +1,216 @@
+//! `mdbook-fkc repro`: the `reproduce:` line a failing check prints, run as written (its quoted
+//! arguments split here, without a shell), reproduces the failure with the same code and exits
+//! 1; the same line on the honest contract passes and exits 0; usage errors exit 2.
+
+use super::support::{fkc, repo_root, stderr, stdout, temp_dir};
+use std::path::Path;
+
+const SHAPE_RULE: &str = "Hout=(x.dim[2]-kernel_size)/stride+1";
+
+/// A book whose only chapter is the seed's front matter and its `max_pool2d` contract, with
+/// `from` replaced by `to`.
+fn pool_book(dir: &Path, from: &str, to: &str) {
+    let seed =
+        std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
+    let front_end = seed[3..].find("---\n").unwrap() + 3 + 4;
+    let start = seed.find("```fkc\nkernel: max_pool2d\n").unwrap();
+    let end = start + seed[start + 3..].find("```\n").unwrap() + 3 + 4;
+    let fence = seed[start..end].replacen(from, to, 1);
+    assert!(fence.contains(to), "no `{from}` in the contract");
+    std::fs::create_dir_all(dir.join("book")).unwrap();
+    std::fs::write(
+        dir.join("book.toml"),
+        "[book]\ntitle = \"repro\"\nsrc = \"book\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("book/SUMMARY.md"),
+        "# Summary\n\n- [Pool](pool.md)\n",
+    )
+    .unwrap();
+    let chapter = format!("{}# max_pool2d\n\n{fence}", &seed[..front_end]);
+    std::fs::write(dir.join("book/pool.md"), chapter).unwrap();
+}
+
+/// The line of the chapter's fence.
+fn fence_line(dir: &Path) -> usize {
+    let text = std::fs::read_to_string(dir.join("book/pool.md")).unwrap();
+    text.lines().position(|l| l == "```fkc").unwrap() + 1
+}
+
+/// Splits a command line as a POSIX shell would, for words and single-quoted strings.
+fn split(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut quoted, mut started) = (Vec::new(), String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => (quoted, started) = (!quoted, true),
+            ' ' if !quoted => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            _ => (word, started) = (word + &c.to_string(), true),
+        }
+    }
+    if started {
+        words.push(word);
+    }
+    words
+}
+
+/// The arguments of the first `reproduce:` line of `check`'s report, and the report.
+fn reproduce_line(dir: &Path) -> (Vec<String>, String) {
+    let out = fkc(&["check", "--no-cache", "--color", "never"], dir);
+    let report = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    let line = report
+        .lines()
+        .find_map(|l| l.split_once("help: reproduce: ").map(|(_, rest)| rest))
+        .unwrap_or_else(|| panic!("no reproduce line:\n{report}"));
+    let words = split(line);
+    assert_eq!(words[..2], ["mdbook-fkc", "repro"], "{line}");
+    assert!(
+        stdout(&out).contains(&format!("FAIL max_pool2d (describe-only) {} ", words[2])),
+        "the repro line names the contract as `check` does: {line}\n{}",
+        stdout(&out)
+    );
+    (words[2..].to_vec(), report)
+}
+
+/// (what to replace, replacement, the code the lie fails with).
+const LIES: &[(&str, &str, &str)] = &[
+    (
+        SHAPE_RULE,
+        "Hout=(x.dim[2]-kernel_size)/stride+2",
+        "FKC0403",
+    ),
+    ("\"kernel_size > 0 && ", "\"kernel_size > 1 && ", "FKC0402"),
+    ("\"kernel_size > 0 && ", "\"", "FKC0401"),
+];
+
+#[test]
+fn the_reproduce_line_of_a_lie_reproduces_it_and_passes_on_the_truth() {
+    for &(from, to, code) in LIES {
+        let dir = temp_dir("repro");
+        pool_book(&dir, from, to);
+        let (args, report) = reproduce_line(&dir);
+        assert!(report.contains(&format!("error[{code}]")), "{report}");
+        assert!(report.contains("counterexample (shrunk, F32)"), "{report}");
+        let mut repro = vec!["repro"];
+        repro.extend(args.iter().map(String::as_str));
+        let out = fkc(&repro, &dir);
+        assert_eq!(out.status.code(), Some(1), "{code}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("error[{code}]")),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            stdout(&out).contains(&format!("reproduced {code}")),
+            "{}",
+            stdout(&out)
+        );
+
+        pool_book(&dir, from, from);
+        let out = fkc(&repro, &dir);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{code}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(stdout(&out).contains("passes"), "{}", stdout(&out));
+    }
+}
+
+#[test]
+fn repro_usage_errors_exit_2() {
+    let dir = temp_dir("repro-usage");
+    pool_book(&dir, SHAPE_RULE, SHAPE_RULE);
+    let sample = "x: [1, 1, 1, 1], kernel_size = 1, stride = 1";
+    for args in [
+        vec![
+            "repro",
+            "book/pool.md:1",
+            "--dtype",
+            "F32",
+            "--sample",
+            sample,
+        ],
+        vec![
+            "repro",
+            "book/other.md:1",
+            "--dtype",
+            "F32",
+            "--sample",
+            sample,
+        ],
+        vec![
+            "repro",
+            "book/pool.md",
+            "--dtype",
+            "F32",
+            "--sample",
+            sample,
+        ],
+        vec![
+            "repro",
+            "book/pool.md:1",
+            "--dtype",
+            "F32",
+            "--sample",
+            "x: [1, 1",
+        ],
+        vec!["repro", "book/pool.md:1", "--dtype", "F32"],
+        vec![
+            "repro",
+            "book/pool.md:0",
+            "--dtype",
+            "F32",
+            "--sample",
+            sample,
+        ],
+    ] {
+        let out = fkc(&args, &dir);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let line = format!("book/pool.md:{}", fence_line(&dir));
+    let twice_broken = "x: [1, 1, 1, 1], kernel_size = 0, stride = 0";
+    for args in [
+        vec!["repro", &line, "--dtype", "F32", "--sample", twice_broken],
+        vec![
+            "repro",
+            &line,
+            "--dtype",
+            "F32",
+            "--sample",
+            "x: [1, 1], kernel_size = 1, stride = 1",
+        ],
+        vec![
+            "repro",
+            &line,
+            "--dtype",
+            "F32",
+            "--sample",
+            "x: [1, 1, 1, 1], stride = 1",
+        ],
+    ] {
+        let out = fkc(&args, &dir);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+    let out = fkc(
+        &["repro", &line, "--dtype", "F64", "--sample", sample],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let help = fkc(&["repro", "--help"], &dir);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(stdout(&help).contains("Usage: mdbook-fkc repro FILE:LINE"));
+}
