@@ -208,9 +208,9 @@ impl<'a> Gate<'a> {
         }
     }
 
-    /// After `replay` failed on `sample` (reported since diagnostic `before`): the report made
-    /// again on the smallest sample that still fails with the same code, when one is smaller,
-    /// and a one-line reproduction either way.
+    /// After `replay` failed on `sample` (reported since diagnostic `before`): the report of
+    /// the smallest sample that still fails with the same code (the report of its own run, so
+    /// no run is repeated), and a one-line reproduction.
     pub(super) fn shrink_report(&mut self, before: usize, replay: &Replay<'_>, sample: &Sample) {
         let Some(code) = self.diagnostics.get(before).map(|d| d.code) else {
             return;
@@ -218,7 +218,7 @@ impl<'a> Gate<'a> {
         if !about_the_sample(code) {
             return;
         }
-        let reported = self.diagnostics.split_off(before);
+        let mut report = self.diagnostics.split_off(before);
         let domain = Domain { ..self.domain };
         let small = shrink(
             &domain,
@@ -226,41 +226,38 @@ impl<'a> Gate<'a> {
             replay.dtype,
             replay.keep,
             tries_for(code),
-            |candidate| self.fails_with(code, replay, candidate),
+            |candidate| match self.failure_report(code, replay, candidate) {
+                Some(smaller) => {
+                    report = smaller;
+                    true
+                }
+                None => false,
+            },
         );
-        let shrunk = small != *sample && self.reported_with(code, replay, &small);
-        if !shrunk {
-            self.diagnostics.extend(reported);
-        }
-        let shown = if shrunk { &small } else { sample };
-        let line = self.reproduction(replay, shown);
-        for diagnostic in self.diagnostics.iter_mut().skip(before) {
+        let shrunk = small != *sample;
+        let line = self.reproduction(replay, &small);
+        for mut diagnostic in report {
             if shrunk {
                 diagnostic.notes = diagnostic.notes.iter().map(|n| shrunk_note(n)).collect();
             }
             diagnostic.help.push(line.clone());
+            self.diagnostics.push(diagnostic);
         }
     }
 
-    /// Whether `replay` fails on `candidate` with `code` (nothing is kept of the run).
-    fn fails_with(&mut self, code: Code, replay: &Replay<'_>, candidate: &Sample) -> bool {
+    /// The report of `replay` on `candidate` when it fails with `code` (nothing of the run is
+    /// kept in the gate).
+    fn failure_report(
+        &mut self,
+        code: Code,
+        replay: &Replay<'_>,
+        candidate: &Sample,
+    ) -> Option<Vec<crate::diag::Diagnostic>> {
         let (before, rows) = (self.diagnostics.len(), self.evidence.rows.len());
-        let failed = self.reported_with(code, replay, candidate);
-        self.diagnostics.truncate(before);
+        let failed = !self.replay(replay, candidate);
         self.evidence.rows.truncate(rows);
-        failed
-    }
-
-    /// Runs `replay` on `sample`, keeping its report when it fails with `code` (and dropping
-    /// anything else it reported).
-    fn reported_with(&mut self, code: Code, replay: &Replay<'_>, sample: &Sample) -> bool {
-        let before = self.diagnostics.len();
-        let failed = !self.replay(replay, sample);
-        let same = failed && self.diagnostics.get(before).is_some_and(|d| d.code == code);
-        if !same {
-            self.diagnostics.truncate(before);
-        }
-        same
+        let report = self.diagnostics.split_off(before);
+        (failed && report.first().is_some_and(|d| d.code == code)).then_some(report)
     }
 
     /// `reproduce: mdbook-fkc repro FILE:LINE --dtype D --seed S [--check C] --sample '…'`.
