@@ -1,4 +1,5 @@
-//! How long the gate takes: a generated book of 200 contracts (one per chapter) checked without
+//! How long the gate takes: a generated book of 200 contracts (20 chapters of 10, each its own
+//! kernel of a linked test registry) checked without
 //! a cache, filling an empty cache (cold) and from it (warm), and this repository's book checked
 //! whole; with `MDBOOK` and `MDBOOK_FKC` set, also a plain `mdbook build` of the same Markdown
 //! without the preprocessor beside `mdbook-fkc build` cold (`--no-cache`) and warm, in the same
@@ -6,50 +7,81 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use fkc_provider::{KernelRef, Registry};
+use fuel_reference_backend::fkc::ENTRY_POINTS;
 use mdbook_fkc::cache::Cache;
 use mdbook_fkc::{Checker, Providers, VerifyOptions};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: fuel-reference-backend\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: fuel_reference_backend::fkc::ENTRY_POINTS\n  revision_base: bench\n---\n";
+const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: fuel-reference-backend\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: bench::REGISTRY\n  revision_base: bench\n---\n";
 
 /// Contract `i` of the generated book: the seed's pooling contract with its own name and bounds.
 fn contract(i: usize) -> String {
     format!(
-        "```fkc\nkernel: pool_{i}\nregistrable: false\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - {{ name: x, dtypes: [F32, F64, BF16, F16], rank: 4, shape_constraint: \"x.dim[0] <= {}\" }}\nop_params:\n  fields:\n    kernel_size: {{ kind: usize, constraint: \"kernel_size > 0 && kernel_size <= x.dim[2] && kernel_size <= x.dim[3]\" }}\n    stride: {{ kind: usize, constraint: \"stride > 0\" }}\nreturn:\n  outputs:\n    - {{ name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }}\ncost:\n  flops: \"out.dim[0] * out.dim[1] * out.dim[2] * out.dim[3] * kernel_size * kernel_size\"\n  memory: {{ host_bytes: \"out.dim[0]*out.dim[1]*out.dim[2]*out.dim[3] * dtype_bytes\" }}\nprecision:\n  max_ulp: 0\n  nan: ignore\ndeterminism: same_hardware_bitwise\n```\n",
+        "```fkc\nkernel: pool_{i}\nregistrable: false\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"bench::pool_{i}_f32\"\naccept:\n  inputs:\n    - {{ name: x, dtypes: [F32, F64, BF16, F16], rank: 4, shape_constraint: \"x.dim[0] <= {}\" }}\nop_params:\n  fields:\n    kernel_size: {{ kind: usize, constraint: \"kernel_size > 0 && kernel_size <= x.dim[2] && kernel_size <= x.dim[3]\" }}\n    stride: {{ kind: usize, constraint: \"stride > 0\" }}\nreturn:\n  outputs:\n    - {{ name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }}\ncost:\n  flops: \"out.dim[0] * out.dim[1] * out.dim[2] * out.dim[3] * kernel_size * kernel_size\"\n  memory: {{ host_bytes: \"out.dim[0]*out.dim[1]*out.dim[2]*out.dim[3] * dtype_bytes\" }}\nprecision:\n  max_ulp: 0\n  nan: ignore\ndeterminism: same_hardware_bitwise\n```\n",
         6 + i % 5
     )
 }
 
-/// The generated book: 200 chapters of one contract each (each contract documents the same
-/// built-in kernel, so each chapter is checked as its own book).
+/// A registry of 200 pooling kernels `pool_{i}`, each the built-in max_pool2d in every dtype,
+/// so that one book can document all of them (a kernel has one contract per book).
+fn bench_registry() -> &'static Registry {
+    let mut entries: Vec<KernelRef> = Vec::new();
+    for i in 0..CONTRACTS {
+        let kernel: &'static str = Box::leak(format!("pool_{i}").into_boxed_str());
+        for reference in ENTRY_POINTS.iter().filter(|k| k.kernel == "max_pool2d") {
+            let symbol = format!("bench::pool_{i}_{}", reference.dtype.suffix());
+            entries.push(KernelRef {
+                symbol: Box::leak(symbol.into_boxed_str()),
+                kernel,
+                ..*reference
+            });
+        }
+    }
+    Box::leak(Box::new(Registry {
+        name: "bench",
+        path: "bench::REGISTRY",
+        crate_name: "bench",
+        entry_points: Box::leak(entries.into_boxed_slice()),
+        ..fuel_reference_backend::fkc::REGISTRY
+    }))
+}
+
+const CONTRACTS: usize = 200;
+
+/// The generated book: 20 chapters of 10 contracts each.
 fn generated_chapters() -> Vec<(String, String)> {
-    (0..200)
-        .map(|i| {
-            (
-                format!("bench/ch{i}.md"),
-                format!("{FRONT}# Pool {i}\n\n{}", contract(i)),
-            )
+    (0..CONTRACTS / 10)
+        .map(|chapter| {
+            let contracts: String = (0..10).map(|i| contract(chapter * 10 + i)).collect();
+            let text = format!("{FRONT}# Pools {chapter}\n\n{contracts}");
+            (format!("bench/ch{chapter}.md"), text)
         })
         .collect()
 }
 
-/// Checks the generated book once with `cache` (a fresh checker per chapter).
+/// Checks the generated book once with `cache`, as one build does (one checker, all chapters).
 fn check_generated(chapters: &[(String, String)], cache: Option<Cache>) -> Duration {
     let started = Instant::now();
-    for (path, text) in chapters {
-        let mut checker =
-            Checker::without_rendering(VerifyOptions::default(), Providers::default())
-                .with_cache(cache.clone());
-        let report = checker.chapter(path, text).expect("checks");
+    let mut providers = Providers::default();
+    providers.link(bench_registry());
+    let mut checker =
+        Checker::without_rendering(VerifyOptions::default(), providers).with_cache(cache);
+    let inputs: Vec<(&str, &str, &str)> = chapters
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str(), ""))
+        .collect();
+    for report in checker.chapters(&inputs) {
+        let report = report.expect("checks");
         let errors: Vec<String> = report
             .diagnostics
             .iter()
             .filter(|d| d.is_error())
             .map(|d| format!("{} {}", d.code, d.message))
             .collect();
-        assert!(errors.is_empty(), "{path} failed: {errors:?}");
-        assert_eq!(report.contracts.len(), 1);
+        assert!(errors.is_empty(), "failed: {errors:?}");
+        assert_eq!(report.contracts.len(), 10);
     }
     started.elapsed()
 }
@@ -74,10 +106,15 @@ fn this_book(root: &Path) -> (Duration, usize) {
     collect(&root.join("book"), &mut chapters);
     let started = Instant::now();
     let mut checker = Checker::without_rendering(VerifyOptions::default(), Providers::default());
-    let mut contracts = 0;
-    for (path, text) in &chapters {
-        contracts += checker.chapter(path, text).expect("checks").contracts.len();
-    }
+    let inputs: Vec<(&str, &str, &str)> = chapters
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str(), ""))
+        .collect();
+    let contracts = checker
+        .chapters(&inputs)
+        .into_iter()
+        .map(|report| report.expect("checks").contracts.len())
+        .sum();
     (started.elapsed(), contracts)
 }
 
@@ -131,7 +168,8 @@ fn main() {
     let (uncached, cold, warm) = generated_book();
     let per = |d: Duration| d.as_secs_f64() * 1e3 / 200.0;
     println!(
-        "generated book, 200 contracts: no cache {:.2} ms per contract; cold (filling the cache) {:.2} ms; warm {:.3} ms",
+        "generated book, 200 contracts, {} threads: no cache {:.2} ms per contract; cold (filling the cache) {:.2} ms; warm {:.3} ms",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
         per(uncached),
         per(cold),
         per(warm)

@@ -50,13 +50,35 @@ pub struct BookChecker<'r> {
 }
 
 /// A fence read and resolved, waiting for the gate.
-struct Prepared<'f> {
-    fence: &'f Fence,
+struct Prepared {
+    fence: Fence,
     raw: Option<RawContract>,
     resolved: Option<resolve::Resolved>,
     diagnostics: Vec<Diagnostic>,
     /// The gate runs on it: it imported cleanly, has a provider and is not spec-first.
     gated: bool,
+}
+
+/// A chapter read, its fences prepared: what the gate and then the rendering need.
+struct ChapterWork {
+    source: Arc<SourceFile>,
+    front_block: Option<FrontMatterBlock>,
+    front: Option<FrontMatter>,
+    provider: Option<Arc<Provider>>,
+    /// The chapter's own diagnostics so far (its front matter's).
+    report: ChapterReport,
+    prepared: Vec<Prepared>,
+    /// The way up from the chapter's page to the book's root (`../`).
+    prefix: String,
+}
+
+impl ChapterWork {
+    /// The front matter's YAML as written ("" without one).
+    fn front_yaml(&self) -> &str {
+        self.front_block
+            .as_ref()
+            .map_or("", |block| self.source.slice(block.yaml.clone()))
+    }
 }
 
 /// What one fence turned into.
@@ -123,18 +145,6 @@ impl<'r> BookChecker<'r> {
         self
     }
 
-    /// [`BookChecker::chapter`] for a chapter whose page is `prefix` below the book's root
-    /// (`../` per directory), so links to other pages resolve.
-    pub fn chapter_at(
-        &mut self,
-        path: &str,
-        content: &str,
-        prefix: &str,
-    ) -> Result<ChapterReport, RenderError> {
-        self.page_prefix = prefix.to_owned();
-        self.chapter(path, content)
-    }
-
     /// Where codes link from this chapter's page ("" for no links).
     fn index_href(&self) -> String {
         self.diagnostics_index
@@ -178,12 +188,58 @@ impl<'r> BookChecker<'r> {
 
     /// Processes one chapter. `path` is how the author knows the file (e.g. `book/ch1.md`).
     pub fn chapter(&mut self, path: &str, content: &str) -> Result<ChapterReport, RenderError> {
+        let prefix = self.page_prefix.clone();
+        self.chapter_at(path, content, &prefix)
+    }
+
+    /// [`BookChecker::chapter`] for a chapter whose page is `prefix` below the book's root
+    /// (`../` per directory), so links to other pages resolve.
+    pub fn chapter_at(
+        &mut self,
+        path: &str,
+        content: &str,
+        prefix: &str,
+    ) -> Result<ChapterReport, RenderError> {
+        self.chapters(&[(path, content, prefix)])
+            .pop()
+            .unwrap_or_else(|| Ok(ChapterReport::default()))
+    }
+
+    /// Processes chapters given as (path, content, prefix), in order: every chapter is read
+    /// and resolved first, then the gate runs on all their contracts at once (up to `jobs` at
+    /// a time, whichever chapter they are in), then each chapter is rendered. The reports are
+    /// those [`BookChecker::chapter_at`] gives one by one.
+    pub fn chapters(
+        &mut self,
+        chapters: &[(&str, &str, &str)],
+    ) -> Vec<Result<ChapterReport, RenderError>> {
+        let works: Vec<Option<ChapterWork>> = chapters
+            .iter()
+            .map(|(path, content, prefix)| self.begin(path, content, prefix))
+            .collect();
+        let present: Vec<&ChapterWork> = works.iter().flatten().collect();
+        let mut gated = self.gate(&present).into_iter();
+        works
+            .into_iter()
+            .map(|work| match work {
+                Some(work) => {
+                    let found = gated.next().unwrap_or_default();
+                    self.end(work, found)
+                }
+                None => Ok(ChapterReport::default()),
+            })
+            .collect()
+    }
+
+    /// Reads a chapter's front matter and prepares its fences; `None` when it holds no FKC
+    /// content (it is then left byte-identical).
+    fn begin(&mut self, path: &str, content: &str, prefix: &str) -> Option<ChapterWork> {
         let front_block = chapter::front_matter(content);
         let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
         let front_block =
             front_block.filter(|fm| !fences.is_empty() || looks_like_fkc(content, fm));
         if fences.is_empty() && front_block.is_none() {
-            return Ok(ChapterReport::default());
+            return None;
         }
         let source = Arc::new(SourceFile::new(path, content));
         let mut report = ChapterReport::default();
@@ -228,14 +284,39 @@ impl<'r> BookChecker<'r> {
                 context,
             ));
         }
-        let front_yaml = front_block
-            .as_ref()
-            .map_or("", |block| source.slice(block.yaml.clone()));
-        let gated = self.gate(&source, front_yaml, provider.as_deref(), &prepared);
+        Some(ChapterWork {
+            source,
+            front_block,
+            front,
+            provider,
+            report,
+            prepared,
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    /// Renders a chapter once the gate has run on its contracts.
+    fn end(
+        &mut self,
+        work: ChapterWork,
+        gated: Vec<(Evidence, Vec<Diagnostic>)>,
+    ) -> Result<ChapterReport, RenderError> {
+        self.page_prefix.clone_from(&work.prefix);
+        let ChapterWork {
+            source,
+            front_block,
+            front,
+            mut report,
+            prepared,
+            ..
+        } = work;
+        let content = source.text.as_str();
+        let first_fence = prepared.first().map(|p| p.fence.block.start);
         let mut fence_html = Vec::new();
-        for (prepared, gated) in prepared.into_iter().zip(gated) {
+        let mut gated = gated.into_iter();
+        for prepared in prepared {
             let block = prepared.fence.block.clone();
-            let outcome = self.finish(&source, prepared, gated)?;
+            let outcome = self.finish(&source, prepared, gated.next().unwrap_or_default())?;
             report.diagnostics.extend(outcome.diagnostics);
             report.contracts.extend(outcome.summary);
             fence_html.push((block, outcome.html));
@@ -256,7 +337,7 @@ impl<'r> BookChecker<'r> {
             replacements.push((block.block.clone(), String::new()));
         }
         let after_title = title_end(content, body_start)
-            .filter(|end| fences.first().is_none_or(|f| *end <= f.block.start));
+            .filter(|end| first_fence.is_none_or(|start| *end <= start));
         let at = after_title.unwrap_or(body_start);
         replacements.push((at..at, prelude));
         replacements.extend(fence_html);
@@ -282,14 +363,14 @@ impl<'r> BookChecker<'r> {
     }
 
     /// Reads and resolves one fence: everything before the behavioural gate.
-    fn prepare<'f>(
+    fn prepare(
         &mut self,
         source: &Arc<SourceFile>,
-        fence: &'f Fence,
+        fence: &Fence,
         front: Option<&FrontMatter>,
         provider: Option<&Provider>,
         inherited: Vec<Diagnostic>,
-    ) -> Prepared<'f> {
+    ) -> Prepared {
         let mut diagnostics = inherited;
         diagnostics.extend(attribute_errors(source, fence));
         let (raw, found) = read_block(
@@ -336,7 +417,7 @@ impl<'r> BookChecker<'r> {
             && !has_errors(&diagnostics)
             && !unverified;
         Prepared {
-            fence,
+            fence: fence.clone(),
             raw,
             resolved,
             diagnostics,
@@ -344,81 +425,91 @@ impl<'r> BookChecker<'r> {
         }
     }
 
-    /// Runs the behavioural gate on every prepared fence that imported cleanly — from the
-    /// cache when an identical verification passed before, otherwise on up to `jobs` threads
-    /// (each contract's result depends only on the contract, never on the thread count).
-    fn gate(
-        &self,
-        source: &Arc<SourceFile>,
-        front_matter: &str,
-        provider: Option<&Provider>,
-        prepared: &[Prepared<'_>],
-    ) -> Vec<(Evidence, Vec<Diagnostic>)> {
-        let Some(provider) = provider else {
-            return prepared.iter().map(|_| Default::default()).collect();
+    /// Runs the behavioural gate on every prepared fence of `works` that imported cleanly —
+    /// from the cache when nothing it depends on changed since it last ran, otherwise on up to
+    /// `jobs` threads across all the chapters (each contract's result depends only on the
+    /// contract, never on the thread count). One list of results per chapter, one per fence.
+    fn gate(&self, works: &[&ChapterWork]) -> Vec<Vec<(Evidence, Vec<Diagnostic>)>> {
+        let jobs: Vec<(usize, usize)> = works
+            .iter()
+            .enumerate()
+            .flat_map(|(w, work)| (0..work.prepared.len()).map(move |i| (w, i)))
+            .collect();
+        let fence = |&(w, i): &(usize, usize)| {
+            let work: &ChapterWork = works.get(w)?;
+            Some((work, work.prepared.get(i)?, work.provider.as_deref()?))
         };
         let builtin = self.providers.builtin();
-        let identities = self
-            .cache
-            .as_ref()
-            .and_then(|_| Some((provider.identity()?, builtin.identity()?)));
-        let key = |p: &Prepared<'_>| {
+        let key = |job: &(usize, usize)| {
+            let (work, prepared, provider) = fence(job)?;
             let cache = self.cache.as_ref()?;
-            let (provider, builtin) = identities.as_ref()?;
             let parts = KeyParts {
-                provider,
-                builtin,
+                provider: &provider.identity()?,
+                builtin: &builtin.identity()?,
                 options: self.verify,
-                path: &source.path,
-                front_matter,
-                contract: source.slice(p.fence.block.clone()),
+                path: &work.source.path,
+                front_matter: work.front_yaml(),
+                contract: work.source.slice(prepared.fence.block.clone()),
             };
             Some((cache, Cache::key(&parts)))
         };
-        let keys: Vec<_> = prepared
+        let gated = |job: &(usize, usize)| fence(job).is_some_and(|(_, p, _)| p.gated);
+        let keys: Vec<_> = jobs
             .iter()
-            .map(|p| p.gated.then(|| key(p)).flatten())
+            .map(|job| gated(job).then(|| key(job)).flatten())
             .collect();
-        let mut results: Vec<Option<(Evidence, Vec<Diagnostic>)>> = keys
+        let mut results: Vec<Option<(Evidence, Vec<Diagnostic>)>> = jobs
             .iter()
-            .zip(prepared)
-            .map(|(k, p)| {
+            .zip(&keys)
+            .map(|(job, k)| {
                 let (cache, key) = k.as_ref()?;
-                cache.load(key, source, p.fence.block.start)
+                let (work, prepared, _) = fence(job)?;
+                cache.load(key, &work.source, prepared.fence.block.start)
             })
             .collect();
-        let pending: Vec<usize> = (0..prepared.len())
-            .filter(|&i| prepared[i].gated && results[i].is_none())
+        let pending: Vec<usize> = (0..jobs.len())
+            .filter(|&j| jobs.get(j).is_some_and(gated) && results[j].is_none())
             .collect();
-        let ran = parallel_map(&pending, self.jobs, |&i| {
-            let p = &prepared[i];
-            match (&p.raw, &p.resolved) {
-                (Some(raw), Some(resolved)) => verify::verify(
-                    raw,
-                    &resolved.contract,
-                    &resolved.import,
-                    provider,
-                    builtin,
-                    source,
-                    self.verify,
-                ),
-                _ => Default::default(),
+        let ran = parallel_map(&pending, self.jobs, |&j| {
+            match jobs.get(j).and_then(|job| fence(job)) {
+                Some((work, prepared, provider)) => match (&prepared.raw, &prepared.resolved) {
+                    (Some(raw), Some(resolved)) => verify::verify(
+                        raw,
+                        &resolved.contract,
+                        &resolved.import,
+                        provider,
+                        builtin,
+                        &work.source,
+                        self.verify,
+                    ),
+                    _ => Default::default(),
+                },
+                None => Default::default(),
             }
         });
-        for (i, result) in pending.into_iter().zip(ran) {
-            if let (Some((cache, key)), Some(p)) = (&keys[i], prepared.get(i)) {
-                cache.store(key, &result.0, &result.1, &p.fence.block);
+        for (j, result) in pending.into_iter().zip(ran) {
+            if let (Some(Some((cache, key))), Some((_, prepared, _))) =
+                (keys.get(j), jobs.get(j).and_then(|job| fence(job)))
+            {
+                cache.store(key, &result.0, &result.1, &prepared.fence.block);
             }
-            results[i] = Some(result);
+            results[j] = Some(result);
         }
-        results.into_iter().map(Option::unwrap_or_default).collect()
+        let mut per_chapter: Vec<Vec<(Evidence, Vec<Diagnostic>)>> =
+            works.iter().map(|_| Vec::new()).collect();
+        for ((w, _), result) in jobs.into_iter().zip(results) {
+            if let Some(chapter) = per_chapter.get_mut(w) {
+                chapter.push(result.unwrap_or_default());
+            }
+        }
+        per_chapter
     }
 
     /// What a prepared fence turns into, once the gate has run on it.
     fn finish(
         &self,
         source: &Arc<SourceFile>,
-        prepared: Prepared<'_>,
+        prepared: Prepared,
         (evidence, found): (Evidence, Vec<Diagnostic>),
     ) -> Result<FenceOutcome, RenderError> {
         let Prepared {
@@ -430,6 +521,7 @@ impl<'r> BookChecker<'r> {
         } = prepared;
         diagnostics.extend(found);
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
+        let fence = &fence;
         match fence.attributes.should_fail.as_deref() {
             Some(codes) => self.expected_failure(source, fence, codes, diagnostics),
             None if has_errors(&diagnostics) => {

@@ -221,25 +221,39 @@ fn run_chapters(
         on_failure,
         ..BookOutcome::default()
     };
+    // Every chapter at once, so the gate spreads all the book's contracts over the threads.
     let source_dir = config.book.src.clone();
+    let mut inputs: Vec<(String, String, String)> = Vec::new();
+    book.for_each_mut(|item| {
+        if let BookItem::Chapter(chapter) = item
+            && let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref())
+        {
+            let depth = chapter
+                .path
+                .as_ref()
+                .map_or(0, |p| p.components().count().saturating_sub(1));
+            inputs.push((
+                source_dir.join(path).display().to_string(),
+                chapter.content.clone(),
+                "../".repeat(depth),
+            ));
+        }
+    });
+    let borrowed: Vec<(&str, &str, &str)> = inputs
+        .iter()
+        .map(|(path, content, prefix)| (path.as_str(), content.as_str(), prefix.as_str()))
+        .collect();
+    let mut reports = checker.chapters(&borrowed).into_iter();
     let mut failure = None;
     book.for_each_mut(|item| {
         let BookItem::Chapter(chapter) = item else {
             return;
         };
-        if failure.is_some() {
-            return;
-        }
         let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref()) else {
             return;
         };
-        let display = source_dir.join(path).display().to_string();
-        let depth = chapter
-            .path
-            .as_ref()
-            .map_or(0, |p| p.components().count().saturating_sub(1));
-        match checker.chapter_at(&display, &chapter.content, &"../".repeat(depth)) {
-            Ok(report) => {
+        match reports.next() {
+            Some(Ok(report)) => {
                 if let Some(content) = report.content {
                     chapter.content = content;
                 }
@@ -252,7 +266,10 @@ fn run_chapters(
                         c
                     }));
             }
-            Err(error) => failure = Some(error),
+            Some(Err(error)) => {
+                failure.get_or_insert(error);
+            }
+            None => {}
         }
     });
     match failure {
