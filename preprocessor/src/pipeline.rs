@@ -471,7 +471,7 @@ impl<'r> BookChecker<'r> {
             .filter(|&j| jobs.get(j).is_some_and(gated) && results[j].is_none())
             .collect();
         let ran = parallel_map(&pending, self.jobs, |&j| {
-            match jobs.get(j).and_then(|job| fence(job)) {
+            match jobs.get(j).and_then(&fence) {
                 Some((work, prepared, provider)) => match (&prepared.raw, &prepared.resolved) {
                     (Some(raw), Some(resolved)) => verify::verify(
                         raw,
@@ -489,7 +489,7 @@ impl<'r> BookChecker<'r> {
         });
         for (j, result) in pending.into_iter().zip(ran) {
             if let (Some(Some((cache, key))), Some((_, prepared, _))) =
-                (keys.get(j), jobs.get(j).and_then(|job| fence(job)))
+                (keys.get(j), jobs.get(j).and_then(&fence))
             {
                 cache.store(key, &result.0, &result.1, &prepared.fence.block);
             }
