@@ -714,7 +714,6 @@ impl<'r> BookChecker<'r> {
     }
 }
 
-/// The threads the machine offers.
 impl BookChecker<'_> {
     /// Runs one sample of the contract whose fence opens on `line` of chapter `path` again
     /// (`mdbook-fkc repro`); `Err` when there is no such contract, it does not import cleanly,
@@ -769,6 +768,7 @@ impl BookChecker<'_> {
     }
 }
 
+/// The threads the machine offers.
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }

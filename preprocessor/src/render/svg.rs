@@ -360,7 +360,7 @@ pub fn figure(worked: &Worked) -> FigureView {
                             if p.bound.is_finite() {
                                 format!("bound = {:.3e}", p.bound)
                             } else {
-                                "no bound (γ_K is infinite once K·u ≥ 1: the dtype's precision no longer bounds a sum this long)".to_owned()
+                                "no finite bound (the magnitude of the terms overflowed)".to_owned()
                             }
                         )),
                         if drift.points.iter().all(|p| p.error == 0.0) {
