@@ -119,19 +119,7 @@ impl Gate<'_> {
                 return SpecialRun::Failed;
             }
             CallOutcome::Rejected(error) => {
-                let span = self.raw.kernel.span.clone();
-                let diagnostic = self.error(
-                    Code::UnderConstrained,
-                    span,
-                    format!(
-                        "`{}` refuses an admitted sample because of its values (NaN, ±Inf, -0.0, subnormals or huge values): {error}",
-                        kernel.symbol
-                    ),
-                );
-                diagnostic
-                    .notes
-                    .push(sample_note(&dtype.to_string(), sample));
-                diagnostic.help.push("a kernel takes any value of its dtype: compute with it (IEEE arithmetic) instead of refusing".to_owned());
+                self.refuses_special_values(kernel, dtype, sample, &error);
                 return SpecialRun::Failed;
             }
         };
@@ -189,5 +177,27 @@ impl Gate<'_> {
             return SpecialRun::Failed;
         }
         SpecialRun::Held
+    }
+
+    fn refuses_special_values(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        error: &str,
+    ) {
+        let span = self.raw.kernel.span.clone();
+        let diagnostic = self.error(
+            Code::UnderConstrained,
+            span,
+            format!(
+                "`{}` refuses an admitted sample because of its values (NaN, ±Inf, -0.0, subnormals or huge values): {error}",
+                kernel.symbol
+            ),
+        );
+        diagnostic
+            .notes
+            .push(sample_note(&dtype.to_string(), sample));
+        diagnostic.help.push("a kernel takes any value of its dtype: compute with it (IEEE arithmetic) instead of refusing".to_owned());
     }
 }
