@@ -58,7 +58,11 @@ impl StoredDiagnostic {
                 .map(|l| relative(&l.span).map(|(a, b)| (a, b, l.message.clone())))
                 .collect::<Option<_>>()?,
             notes: diagnostic.notes.clone(),
-            help: diagnostic.help.clone(),
+            help: diagnostic
+                .help
+                .iter()
+                .map(|h| h.replace(&reproduce_at(&diagnostic.source, fence.start), FENCE_LINE))
+                .collect(),
         })
     }
 
@@ -90,10 +94,27 @@ impl StoredDiagnostic {
                 })
                 .collect::<Option<_>>()?,
             notes: self.notes,
-            help: self.help,
+            help: self
+                .help
+                .iter()
+                .map(|h| h.replace(FENCE_LINE, &reproduce_at(source, start)))
+                .collect(),
         })
     }
 }
+
+/// Where a `reproduce:` line names the contract (`repro FILE:LINE `, the fence's line), stored
+/// as [`FENCE_LINE`] so that it follows the fence when prose above it moves it.
+fn reproduce_at(source: &SourceFile, fence_start: usize) -> String {
+    format!(
+        " repro {}:{} ",
+        source.path,
+        source.line_col(fence_start).line
+    )
+}
+
+/// The stored stand-in for [`reproduce_at`].
+const FENCE_LINE: &str = " repro {fence} ";
 
 /// Where cached verifications are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,8 +279,9 @@ mod tests {
         };
         let before = Arc::new(SourceFile::new("a.md", "# A\n```fkc\nkernel: k\n```\n"));
         let fence = 4..25;
-        let found =
-            Diagnostic::error(Code::OverPromise, &before, 11..20, "accepts").with_help("relax it");
+        let found = Diagnostic::error(Code::OverPromise, &before, 11..20, "accepts")
+            .with_help("relax it")
+            .with_help("reproduce: mdbook-fkc repro a.md:2 --dtype F32 --sample 'k = 1'");
         let source = || Arc::clone(&before);
         assert!(cache.load("k1", &source(), 4).is_none());
         cache.store("k1", &evidence, std::slice::from_ref(&found), &fence);
@@ -273,7 +295,13 @@ mod tests {
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].code, Code::OverPromise);
         assert_eq!(after.slice(diagnostics[0].span.clone()), "kernel: k");
-        assert_eq!(diagnostics[0].help, ["relax it"]);
+        assert_eq!(
+            diagnostics[0].help,
+            [
+                "relax it",
+                "reproduce: mdbook-fkc repro a.md:4 --dtype F32 --sample 'k = 1'"
+            ]
+        );
         // A diagnostic outside the fence is not stored.
         let outside = Diagnostic::error(Code::OverPromise, &before, 0..3, "title");
         cache.store("k2", &evidence, &[outside], &fence);
