@@ -1,9 +1,9 @@
 //! How long the gate takes: a generated book of 200 contracts (20 chapters of 10, each its own
-//! kernel of a linked test registry) checked without
-//! a cache, filling an empty cache (cold) and from it (warm), and this repository's book checked
-//! whole; with `MDBOOK` and `MDBOOK_FKC` set, also a plain `mdbook build` of the same Markdown
-//! without the preprocessor beside `mdbook-fkc build` cold (`--no-cache`) and warm, in the same
-//! run. `cargo bench -p mdbook-fkc --bench gate`.
+//! kernel of a linked test registry) checked without a cache, filling an empty cache (cold) and
+//! from it (warm); a chapter of 1000 and of 2000 failing contracts (diagnostics must cost linear
+//! time); this repository's book checked whole; and, with `MDBOOK` and `MDBOOK_FKC` set, a plain
+//! `mdbook build` of the same Markdown without the preprocessor beside `mdbook-fkc build` cold
+//! (`--no-cache`) and warm, in the same run. `cargo bench -p mdbook-fkc --bench gate`.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -101,6 +101,24 @@ fn generated_book() -> (Duration, Duration, Duration) {
     (uncached, cold, warm)
 }
 
+/// A chapter of `n` contracts failing to read (an unknown field each), checked and its
+/// diagnostics rendered for the terminal: the cost must grow linearly with `n`.
+fn failing_chapter(n: usize) -> Duration {
+    let contracts: String = (0..n)
+        .map(|i| format!("```fkc\nkernel: k{i}\nbogus_field: 1\n```\n\n"))
+        .collect();
+    let text = format!("{FRONT}# Failures\n\n{contracts}");
+    let started = Instant::now();
+    let mut checker = Checker::without_rendering(VerifyOptions::default(), Providers::default());
+    let report = checker.chapter("bench/failures.md", &text).expect("checks");
+    let rendered = mdbook_fkc::diag::text::render_all(
+        &report.diagnostics,
+        mdbook_fkc::diag::text::Style::Plain,
+    );
+    assert!(rendered.matches("error[").count() >= n);
+    started.elapsed()
+}
+
 fn this_book(root: &Path) -> (Duration, usize) {
     let mut chapters = Vec::new();
     collect(&root.join("book"), &mut chapters);
@@ -173,6 +191,13 @@ fn main() {
         per(uncached),
         per(cold),
         per(warm)
+    );
+    let (thousand, two_thousand) = (failing_chapter(1000), failing_chapter(2000));
+    println!(
+        "a chapter of 1000 failing contracts: {:.0} ms; of 2000: {:.0} ms ({:.2}x for twice as many)",
+        thousand.as_secs_f64() * 1e3,
+        two_thousand.as_secs_f64() * 1e3,
+        two_thousand.as_secs_f64() / thousand.as_secs_f64()
     );
     let (book, contracts) = this_book(&root);
     println!(

@@ -17,18 +17,20 @@ pub fn render(diagnostic: &Diagnostic, style: Style) -> String {
         Severity::Error => Level::ERROR,
         Severity::Note => Level::NOTE,
     };
-    let span = clamp(diagnostic, diagnostic.span.clone());
-    let mut primary = AnnotationKind::Primary.span(span);
+    // Only the lines the spans touch go to the snippet renderer, so rendering costs what the
+    // diagnostic shows, not the chapter's length (a chapter of many failures stays linear).
+    let window = Window::of(diagnostic);
+    let mut primary = AnnotationKind::Primary.span(window.relative(diagnostic.span.clone()));
     if let Some(label) = &diagnostic.label {
         primary = primary.label(label.as_str());
     }
-    let snippet = Snippet::source(diagnostic.source.text.as_str())
-        .line_start(1)
+    let snippet = Snippet::source(window.text)
+        .line_start(window.first_line)
         .path(diagnostic.source.path.as_str())
         .annotation(primary)
         .annotations(diagnostic.labels.iter().map(|label| {
             AnnotationKind::Context
-                .span(clamp(diagnostic, label.span.clone()))
+                .span(window.relative(label.span.clone()))
                 .label(label.message.as_str())
         }));
     let group = level
@@ -145,11 +147,48 @@ pub fn stderr_style() -> Style {
 }
 
 /// Keeps a span inside the file and on character boundaries, so rendering never panics.
-fn clamp(diagnostic: &Diagnostic, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    let text = &diagnostic.source.text;
-    let start = crate::source::floor_char_boundary(text, span.start);
-    let end = crate::source::floor_char_boundary(text, span.end.max(start));
-    start..end
+/// The whole lines of a diagnostic's file that its spans touch.
+struct Window<'a> {
+    text: &'a str,
+    /// Where `text` starts in the file.
+    offset: usize,
+    /// The 1-based line number of its first line.
+    first_line: usize,
+}
+
+impl<'a> Window<'a> {
+    fn of(diagnostic: &'a Diagnostic) -> Window<'a> {
+        let source = &diagnostic.source;
+        let text = source.text.as_str();
+        let spans =
+            std::iter::once(&diagnostic.span).chain(diagnostic.labels.iter().map(|l| &l.span));
+        let (low, high) = spans.fold((usize::MAX, 0), |(low, high), span| {
+            (low.min(span.start), high.max(span.end.max(span.start)))
+        });
+        let low = crate::source::floor_char_boundary(text, low.min(text.len()));
+        let high = crate::source::floor_char_boundary(text, high.max(low));
+        let first_line = source.line_col(low).line;
+        let start = source.line_start(first_line).unwrap_or(0).min(low);
+        let end = text
+            .get(high..)
+            .and_then(|rest| rest.find('\n'))
+            .map_or(text.len(), |newline| high + newline + 1);
+        Window {
+            text: text.get(start..end).unwrap_or(""),
+            offset: start,
+            first_line,
+        }
+    }
+
+    /// A span of the file as a span of the window (clamped to it and to character boundaries).
+    fn relative(&self, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let local = |at: usize| {
+            let at = at.saturating_sub(self.offset).min(self.text.len());
+            crate::source::floor_char_boundary(self.text, at)
+        };
+        let start = local(span.start);
+        start..local(span.end).max(start)
+    }
 }
 
 #[cfg(test)]
