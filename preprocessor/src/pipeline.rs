@@ -127,6 +127,9 @@ impl<'r> BookChecker<'r> {
     /// Keeps what the gate found for each contract in `cache` and reuses it while nothing it
     /// depends on changes (`None`: no cache).
     pub fn with_cache(mut self, cache: Option<Cache>) -> Self {
+        if let Some(cache) = &cache {
+            fkc_provider::identity::remember_in(cache.dir());
+        }
         self.cache = cache;
         self
     }
