@@ -11,9 +11,13 @@ use std::path::Path;
 
 const MARKER: &str = "PLANTED-IN-THE-CACHE";
 
+/// The stored verifications (`*.json`; the directory also remembers the binary's hash).
 fn entries(book: &Path) -> Vec<std::path::PathBuf> {
     match std::fs::read_dir(book.join("target/fkc-cache")) {
-        Ok(dir) => dir.map(|e| e.unwrap().path()).collect(),
+        Ok(dir) => dir
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
         Err(_) => Vec::new(),
     }
 }
