@@ -169,3 +169,16 @@ fn judge_refuses_a_book_whose_contracts_fail() {
     );
     assert!(!dir.join(CALIBRATION).exists());
 }
+
+#[test]
+fn the_committed_calibration_is_current_for_the_seed_book() {
+    // A contract edited (or its revision hash changed) since the Judge last ran would show
+    // "stale calibration" instead of measured costs: rerun `mdbook-fkc judge` and commit.
+    let dir = project_book();
+    std::fs::copy(repo_root().join(CALIBRATION), dir.join(CALIBRATION)).unwrap();
+    let out = fkc(&["build", "--no-cache"], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(dir.join("build/seed/reference-conv-pool.html")).unwrap();
+    assert!(!page.contains("stale calibration"), "rerun `mdbook-fkc judge`");
+    assert_eq!(page.matches("fkc-judge-figure").count(), 4);
+}
