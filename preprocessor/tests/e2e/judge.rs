@@ -179,6 +179,9 @@ fn the_committed_calibration_is_current_for_the_seed_book() {
     let out = fkc(&["build", "--no-cache"], &dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let page = std::fs::read_to_string(dir.join("build/seed/reference-conv-pool.html")).unwrap();
-    assert!(!page.contains("stale calibration"), "rerun `mdbook-fkc judge`");
+    assert!(
+        !page.contains("stale calibration"),
+        "rerun `mdbook-fkc judge`"
+    );
     assert_eq!(page.matches("fkc-judge-figure").count(), 4);
 }
