@@ -199,6 +199,17 @@ pub(crate) fn canonical_nans<T: Element>(values: &mut [T]) {
     }
 }
 
+/// One step of the window reduction: `T::max` semantics — a NaN operand is ignored in favour
+/// of the other — with ties (including `-0.0` against `+0.0`) keeping the running value.
+#[inline]
+pub fn max_step<T: Element>(running: T, v: T) -> T {
+    if v > running || running.is_nan() {
+        v
+    } else {
+        running
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,9 @@
 //! bit-stable. Its NaN and signed-zero behaviour is pinned down in [`max_pool2d`].
 
 use crate::error::{KernelError, KernelErrorKind};
-use crate::ops::common::{GatherAxis, check_out_numel, ensure, require_nonempty, require_rank};
+use crate::ops::common::{
+    GatherAxis, check_out_numel, ensure, max_step, require_nonempty, require_rank,
+};
 use crate::ops::pool_fast;
 use crate::tensor::{Element, RefTensor};
 
@@ -60,17 +62,6 @@ impl MaxPool2dParams {
         let out = [batch, channels, out_height, out_width];
         check_out_numel(OP, &out, &ctx)?;
         Ok(out)
-    }
-}
-
-/// One step of the window reduction: `T::max` semantics — a NaN operand is ignored in favour
-/// of the other — with ties (including `-0.0` against `+0.0`) keeping the running value.
-#[inline]
-pub fn max_step<T: Element>(running: T, v: T) -> T {
-    if v > running || running.is_nan() {
-        v
-    } else {
-        running
     }
 }
 

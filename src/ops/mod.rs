@@ -17,6 +17,7 @@ mod pool_fast;
 mod simd;
 mod tile;
 
+pub use common::max_step;
 pub use contiguize::{contiguize, contiguize_any};
 pub use conv_transpose2d::{
     ConvTranspose2dGeometry, ConvTranspose2dParams, conv_transpose2d, conv_transpose2d_threaded,
@@ -24,4 +25,4 @@ pub use conv_transpose2d::{
 pub use conv2d::{Conv2dGeometry, Conv2dParams, conv2d, conv2d_threaded};
 pub use conv2d_simple::{Conv2dSimpleParams, conv2d_simple};
 pub use entry::*;
-pub use max_pool2d::{MaxPool2dParams, max_pool2d, max_pool2d_threaded, max_step};
+pub use max_pool2d::{MaxPool2dParams, max_pool2d, max_pool2d_threaded};

@@ -16,7 +16,7 @@ use std::any::Any;
 use half::{bf16, f16};
 use pulp::{Arch, Simd, WithSimd};
 
-use crate::ops::max_pool2d::max_step;
+use crate::ops::common::max_step;
 use crate::ops::simd::Lane;
 use crate::tensor::{Element, RefTensor};
 

@@ -6,6 +6,7 @@
 //! is ([`cost_values`]). Without a Contiguize contract for that dtype, or one that does not
 //! admit that input, the plan says so: no number is invented.
 
+use super::svg::{PlanStep, PlanView};
 use super::view::ContractView;
 use crate::chapter;
 use crate::contract::raw::{RawContract, read_contract};
@@ -15,7 +16,6 @@ use crate::source::SourceFile;
 use crate::verify::sample::{Domain, Sample, Verdict};
 use crate::verify::worked::{CostValue, Worked, cost_values};
 use fkc_provider::DType;
-use serde::Serialize;
 use std::sync::Arc;
 
 /// The op kind of the kernel the planner inserts.
@@ -89,30 +89,6 @@ impl BookContracts {
                     .is_some_and(|input| input.dtypes.iter().any(|d| d.value == dtype))
         })
     }
-}
-
-/// One step of a plan, or the total: its cost in each column (`None`: not defined).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlanStep {
-    /// The step, with `code` spans (`` Contiguize(`x`) ``).
-    pub step: String,
-    /// Where its contract is, from the page (`None` for the kernel itself and the total).
-    pub link: Option<String>,
-    pub flops: Option<i64>,
-    pub bytes_moved: Option<i64>,
-    pub host_bytes: Option<i64>,
-}
-
-/// The priced plan for a strided producer of the example's first input.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlanView {
-    pub input: String,
-    pub shape: String,
-    pub dtype: String,
-    /// Contiguize, the kernel, the total (empty when not priced).
-    pub steps: Vec<PlanStep>,
-    /// Why the plan is not priced ("not priced: this book has no Contiguize contract for F32").
-    pub unpriced: Option<String>,
 }
 
 /// Shows the priced plan under a worked example's cost (nothing without a worked example, or

@@ -306,6 +306,30 @@ pub struct DriftView {
     pub caption: String,
 }
 
+/// One step of a plan, or the total: its cost in each column (`None`: not defined).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanStep {
+    /// The step, with `code` spans (`` Contiguize(`x`) ``).
+    pub step: String,
+    /// Where its contract is, from the page (`None` for the kernel itself and the total).
+    pub link: Option<String>,
+    pub flops: Option<i64>,
+    pub bytes_moved: Option<i64>,
+    pub host_bytes: Option<i64>,
+}
+
+/// The priced plan for a strided producer of the example's first input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanView {
+    pub input: String,
+    pub shape: String,
+    pub dtype: String,
+    /// Contiguize, the kernel, the total (empty when not priced).
+    pub steps: Vec<PlanStep>,
+    /// Why the plan is not priced ("not priced: this book has no Contiguize contract for F32").
+    pub unpriced: Option<String>,
+}
+
 /// Everything the `figure.html` template shows for a worked example.
 #[derive(Debug, Clone, Serialize)]
 pub struct FigureView {
@@ -317,7 +341,7 @@ pub struct FigureView {
     pub cost: Vec<CostValue>,
     /// The planner's priced plan for a strided producer (contracts that require contiguous
     /// operands; set by [`super::plan::attach`]).
-    pub plan: Option<super::plan::PlanView>,
+    pub plan: Option<PlanView>,
     pub drift: Vec<DriftView>,
 }
 
