@@ -77,15 +77,8 @@ pub(crate) struct Gather {
     pub groups: usize,
     pub kernel_height: usize,
     pub kernel_width: usize,
-    pub weights: WeightLayout,
-    /// Input column `iw` sits at padded position `iw + left`, stored in buffer phase
-    /// `(iw + left) % phases` at index `(iw + left) / phases`.
-    pub phases: usize,
-    pub left: usize,
-    /// Per output row: the `(kh, ih)` pairs that reach it, in summation order.
-    pub rows: Vec<Vec<(usize, usize)>>,
-    pub cols: Vec<ColPhase>,
-    pub out_step: usize,
+    /// How the input is read: everything but the sizes.
+    pub plan: GatherPlan,
 }
 
 /// How a convolution reads its input in gather form: everything of a [`Gather`] but the
@@ -93,8 +86,11 @@ pub(crate) struct Gather {
 #[derive(Clone, Debug)]
 pub(crate) struct GatherPlan {
     pub weights: WeightLayout,
+    /// Input column `iw` sits at padded position `iw + left`, stored in buffer phase
+    /// `(iw + left) % phases` at index `(iw + left) / phases`.
     pub phases: usize,
     pub left: usize,
+    /// Per output row: the `(kh, ih)` pairs that reach it, in summation order.
     pub rows: Vec<Vec<(usize, usize)>>,
     pub cols: Vec<ColPhase>,
     pub out_step: usize,
@@ -113,14 +109,6 @@ impl Gather {
         let [batch, in_channels, height, width] = input;
         let [_, out_channels, out_height, out_width] = output;
         let [kernel_height, kernel_width] = kernel;
-        let GatherPlan {
-            weights,
-            phases,
-            left,
-            rows,
-            cols,
-            out_step,
-        } = plan;
         Gather {
             batch,
             in_channels,
@@ -132,12 +120,7 @@ impl Gather {
             groups,
             kernel_height,
             kernel_width,
-            weights,
-            phases,
-            left,
-            rows,
-            cols,
-            out_step,
+            plan,
         }
     }
 }
@@ -160,7 +143,7 @@ impl Gather {
     /// padded column span), or `None` on overflow.
     fn row_len(&self) -> Option<usize> {
         let mut len = 0usize;
-        for phase in &self.cols {
+        for phase in &self.plan.cols {
             let cover = phase.count.checked_next_multiple_of(SPAN_QUANTUM)?;
             for tap in &phase.taps {
                 len = len.max(tap.start.checked_add(cover)?);
@@ -174,7 +157,7 @@ impl Gather {
     /// of channels; a read past the end of a row lands in the next one, on lanes that are
     /// masked out). Several phases: `row_len`, each phase row holding its own columns.
     fn pitch(&self, row_len: usize) -> usize {
-        if self.phases == 1 {
+        if self.plan.phases == 1 {
             self.width
         } else {
             row_len
@@ -183,10 +166,10 @@ impl Gather {
     /// Elements of a padded buffer of `rows` input rows, with room after the last row for
     /// the reads that run past it; `None` on overflow.
     fn buffer_len(&self, rows: usize, row_len: usize) -> Option<usize> {
-        rows.checked_mul(self.phases)?
+        rows.checked_mul(self.plan.phases)?
             .checked_mul(self.pitch(row_len))?
             .checked_add(row_len)?
-            .checked_add(self.left)
+            .checked_add(self.plan.left)
     }
 }
 
@@ -289,9 +272,9 @@ pub(crate) fn run<T: Element>(
 /// precision. Padding positions are left as they are: every tap that would read one is
 /// masked out.
 fn pad_rows<E: Fast>(g: &Gather, src: &[E], dst: &mut [Acc<E>], pitch: usize) {
-    if g.phases == 1 {
+    if g.plan.phases == 1 {
         // The rows are `width` apart in both: one straight (vectorisable) copy at `left`.
-        if let Some(dst) = dst.get_mut(g.left..) {
+        if let Some(dst) = dst.get_mut(g.plan.left..) {
             for (d, &v) in dst.iter_mut().zip(src) {
                 *d = v.widen();
             }
@@ -299,19 +282,19 @@ fn pad_rows<E: Fast>(g: &Gather, src: &[E], dst: &mut [Acc<E>], pitch: usize) {
         return;
     }
     let in_rows = src.chunks_exact(g.width);
-    let out_rows = dst.chunks_exact_mut(g.phases * pitch);
+    let out_rows = dst.chunks_exact_mut(g.plan.phases * pitch);
     for (src, dst) in in_rows.zip(out_rows) {
         // Input column iw lands in phase (iw + left) % phases at index (iw + left) / phases:
         // walk each phase's columns with a step instead of dividing per element.
-        for p in 0..g.phases {
+        for p in 0..g.plan.phases {
             // First input column of phase p: the smallest iw ≥ 0 with (iw + left) % phases = p.
-            let first = (p + g.phases - g.left % g.phases) % g.phases;
-            let q0 = (first + g.left) / g.phases;
+            let first = (p + g.plan.phases - g.plan.left % g.plan.phases) % g.plan.phases;
+            let q0 = (first + g.plan.left) / g.plan.phases;
             let Some(room) = pitch.checked_sub(q0) else {
                 continue;
             };
             let dst_row = &mut dst[p * pitch + q0..(p + 1) * pitch];
-            let cols = src.iter().skip(first).step_by(g.phases).take(room);
+            let cols = src.iter().skip(first).step_by(g.plan.phases).take(room);
             for (d, &v) in dst_row.iter_mut().zip(cols) {
                 *d = v.widen();
             }
@@ -323,7 +306,7 @@ fn pad_rows<E: Fast>(g: &Gather, src: &[E], dst: &mut [Acc<E>], pitch: usize) {
 fn packed_weights<E: Fast>(g: &Gather, w: &[E]) -> Vec<Acc<E>> {
     let taps = g.kernel_height * g.kernel_width;
     let (group_in, group_out) = (g.group_in(), g.group_out());
-    match g.weights {
+    match g.plan.weights {
         WeightLayout::Conv => w.iter().map(|&v| v.widen()).collect(),
         WeightLayout::Transposed => {
             let mut out = Vec::with_capacity(w.len());
@@ -500,9 +483,9 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
         let lanes = <Acc<E>>::lanes::<S>();
         let max_nv = if S::REGISTER_COUNT >= 32 { 4 } else { 2 };
         // Per phase: the vectors per tile and, per tile, per tap, per vector, the lane mask.
-        let mut shapes = Vec::with_capacity(g.cols.len());
+        let mut shapes = Vec::with_capacity(g.plan.cols.len());
         let mut masks = Vec::new();
-        for phase in &g.cols {
+        for phase in &g.plan.cols {
             let blocks = phase.count.div_ceil(lanes);
             let nv = if blocks >= 4 && max_nv >= 4 {
                 4
@@ -546,7 +529,7 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
                 &several_row_tiles
             };
             for tile in tiles {
-                for (phase, &(nv, offset)) in g.cols.iter().zip(&shapes) {
+                for (phase, &(nv, offset)) in g.plan.cols.iter().zip(&shapes) {
                     let ctx = RowCtx {
                         s,
                         job,
@@ -629,7 +612,7 @@ fn row_tiles(g: &Gather, rows_per_tile: usize) -> Vec<RowTile> {
 /// order (true away from the top and bottom padding); `None` when they do not (never for
 /// one row), and a one-row tile is used instead.
 fn row_plan(g: &Gather, oh: usize, nr: usize) -> Option<Vec<PlanRow>> {
-    let rows = g.rows.get(oh..oh + nr)?;
+    let rows = g.plan.rows.get(oh..oh + nr)?;
     let first = rows.first()?;
     let same = |row: &Vec<(usize, usize)>| {
         row.len() == first.len() && row.iter().zip(first).all(|(a, b)| a.0 == b.0)
@@ -692,7 +675,7 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
         let group_in = g.group_in();
         let span = NV * lanes;
         let ntaps = phase.taps.len();
-        let row_taps = &g.rows[self.oh];
+        let row_taps = &g.plan.rows[self.oh];
         let zero = <Acc<E>>::splat(s, Default::default());
         for (t, j0) in (0..phase.count).step_by(span).enumerate() {
             let tile_masks = &self.masks[t * ntaps * NV..][..ntaps * NV];
@@ -700,7 +683,7 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
             for ci in 0..group_in {
                 let w_ci = &job.weights[(item.co0 * group_in + ci) * taps..];
                 for &(kh, ih) in row_taps {
-                    let row0 = ((self.channel0 + ci) * g.height + ih) * g.phases;
+                    let row0 = ((self.channel0 + ci) * g.height + ih) * g.plan.phases;
                     for (tap, m) in phase.taps.iter().zip(tile_masks.chunks_exact(NV)) {
                         let base = (row0 + tap.phase) * job.pitch + tap.start + j0;
                         let src = &self.xbuf[base..][..span];
@@ -734,7 +717,7 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
         out_row: &mut [Acc<E>],
     ) {
         let (s, job, phase, lanes) = (self.s, self.job, self.phase, self.lanes);
-        let step = job.g.out_step;
+        let step = job.g.plan.out_step;
         for (v, &a) in acc.iter().enumerate() {
             let jb = j0 + v * lanes;
             if jb >= phase.count {
@@ -774,7 +757,7 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
         let plane = g.out_height * g.out_width;
         let span = NV * lanes;
         let ntaps = phase.taps.len();
-        let phase_row = g.phases * job.pitch;
+        let phase_row = g.plan.phases * job.pitch;
         let zero = <Acc<E>>::splat(s, Default::default());
         for (t, j0) in (0..phase.count).step_by(span).enumerate() {
             let tile_masks = &self.masks[t * ntaps * NV..][..ntaps * NV];
