@@ -68,6 +68,16 @@ impl Gate<'_> {
         }
     }
 
+    /// The next candidate: with `walk`, a random admitted sample with one variable moved (a
+    /// fresh draw while there is none), otherwise a fresh draw.
+    fn candidate(&self, rng: &mut Rng, admitted: &Admitted, walk: bool) -> Sample {
+        let start = usize::try_from(rng.range(0, admitted.len() as i64 - 1)).unwrap_or(0);
+        match admitted.get(start).filter(|_| walk) {
+            Some((from, _)) => from.moved(rng),
+            None => self.domain.draw(rng),
+        }
+    }
+
     /// Adds up to `most` admitted samples at the edge of the box: one variable of an admitted
     /// sample moved to its smallest value (a unit dimension, a parameter of 0 or 1), where a
     /// loosened constraint lets through what the kernel refuses. Random draws reach these
@@ -117,11 +127,7 @@ impl Gate<'_> {
                 continue;
             }
             for attempt in 0..CONDITION_SEARCH {
-                let start = usize::try_from(rng.range(0, admitted.len() as i64 - 1)).unwrap_or(0);
-                let candidate = match admitted.get(start).filter(|_| attempt % 2 == 1) {
-                    Some((from, _)) => from.moved(rng),
-                    None => domain.draw(rng),
-                };
+                let candidate = self.candidate(rng, admitted, attempt % 2 == 1);
                 if let Verdict::Admitted { outputs } = domain.verdict(&candidate, dtype)
                     && condition(&candidate, &outputs)
                 {
@@ -153,11 +159,7 @@ impl Gate<'_> {
         for attempt in 0..attempts {
             let fresh = admitted.len() - walked;
             let walk = attempt % 2 == 1 && walked < 2 * fresh && admitted.len() < options.samples;
-            let start = usize::try_from(rng.range(0, admitted.len() as i64 - 1)).unwrap_or(0);
-            let sample = match admitted.get(start).filter(|_| walk) {
-                Some((from, _)) => from.moved(&mut rng),
-                None => self.domain.draw(&mut rng),
-            };
+            let sample = self.candidate(&mut rng, &admitted, walk);
             let progress = match self.domain.verdict(&sample, dtype) {
                 Verdict::Admitted { outputs }
                     if admitted.len() < options.samples
