@@ -31,20 +31,34 @@ pub struct Input {
 }
 
 impl Input {
-    fn at4(&self, a: usize, b: usize, c: usize, d: usize) -> f64 {
-        let [_, d1, d2, d3] = self.dims4();
-        self.values
-            .get(((a * d1 + b) * d2 + c) * d3 + d)
-            .copied()
-            .unwrap_or(f64::NAN)
-    }
-
-    fn dims4(&self) -> [usize; 4] {
+    /// The operand as a rank-4 array (missing trailing dims are 1).
+    fn view(&self) -> View<'_> {
         let mut dims = [1; 4];
         for (slot, dim) in dims.iter_mut().zip(&self.dims) {
             *slot = *dim;
         }
-        dims
+        View {
+            values: &self.values,
+            dims,
+        }
+    }
+}
+
+/// A rank-4 row-major view of an operand's values; an element outside them reads as NaN.
+#[derive(Clone, Copy)]
+struct View<'v> {
+    values: &'v [f64],
+    dims: [usize; 4],
+}
+
+impl View<'_> {
+    #[inline]
+    fn at(&self, a: usize, b: usize, c: usize, d: usize) -> f64 {
+        let [_, d1, d2, d3] = self.dims;
+        self.values
+            .get(((a * d1 + b) * d2 + c) * d3 + d)
+            .copied()
+            .unwrap_or(f64::NAN)
     }
 }
 
@@ -116,26 +130,6 @@ pub enum Arith {
     /// In a dtype, rounding after every multiply and every add as the kernels' `T` arithmetic
     /// does (`half` computes each operation in f32 and rounds): the naive nested sum in `T`.
     In(DType),
-}
-
-impl Arith {
-    fn mul(self, a: f64, b: f64) -> f64 {
-        self.round(a, b, |x, y| x * y, |x, y| x * y)
-    }
-
-    fn add(self, a: f64, b: f64) -> f64 {
-        self.round(a, b, |x, y| x + y, |x, y| x + y)
-    }
-
-    fn round(self, a: f64, b: f64, wide: fn(f64, f64) -> f64, narrow: fn(f32, f32) -> f32) -> f64 {
-        let single = || narrow(a as f32, b as f32);
-        match self {
-            Arith::Exact | Arith::In(DType::F64) => wide(a, b),
-            Arith::In(DType::F32) => f64::from(single()),
-            Arith::In(DType::BF16) => half::bf16::from_f32(single()).to_f64(),
-            Arith::In(DType::F16) => half::f16::from_f32(single()).to_f64(),
-        }
-    }
 }
 
 /// The op kinds whose naive nested summation order an oracle can replay in `T`.
@@ -251,7 +245,8 @@ struct Geometry {
 }
 
 /// Gather form: `out[n, co, oh, ow] = bias[co] + Σ_{ci, kh, kw} x[n, g·Cg + ci, ih, iw] · w[co, ci, kh, kw]`
-/// with `ih = oh·s − p + kh·d`, taps outside the input skipped.
+/// with `ih = oh·s − p + kh·d`, taps outside the input skipped, summed in that order (ci, kh,
+/// kw ascending, then the bias) with `arith`'s multiply and add.
 fn conv2d(
     x: &Input,
     w: &Input,
@@ -259,17 +254,81 @@ fn conv2d(
     g: Geometry,
     arith: Arith,
 ) -> Option<Reference> {
-    let [n, cin, h, wd] = x.dims4();
-    let [cout, cin_g, kh, kw] = w.dims4();
+    // One monomorphised loop nest per arithmetic: the multiply-add is the oracle's hot path.
+    match arith {
+        Arith::Exact | Arith::In(DType::F64) => {
+            conv2d_in(x, w, bias, g, |a, b| a * b, |a, b| a + b)
+        }
+        Arith::In(DType::F32) => conv2d_rounded(x, w, bias, g, f64::from),
+        Arith::In(DType::BF16) => {
+            conv2d_rounded(x, w, bias, g, |v| half::bf16::from_f32(v).to_f64())
+        }
+        Arith::In(DType::F16) => conv2d_rounded(x, w, bias, g, |v| half::f16::from_f32(v).to_f64()),
+    }
+}
+
+/// [`conv2d_in`] in a dtype narrower than f64: each product and each sum is computed in f32
+/// and rounded to the dtype by `round` (as `half` computes its operations).
+fn conv2d_rounded(
+    x: &Input,
+    w: &Input,
+    bias: Option<&Input>,
+    g: Geometry,
+    round: impl Fn(f32) -> f64 + Copy,
+) -> Option<Reference> {
+    conv2d_in(
+        x,
+        w,
+        bias,
+        g,
+        move |a, b| round(a as f32 * b as f32),
+        move |a, b| round(a as f32 + b as f32),
+    )
+}
+
+/// The taps of one output coordinate along one axis of a convolution: (kernel index, input
+/// index) for every kernel index whose input index `out·s − p + k·d` lies inside `0..len`,
+/// ascending.
+fn gather_taps(
+    out: usize,
+    (s, p, d): (usize, usize, usize),
+    k: usize,
+    len: usize,
+) -> Vec<(usize, usize)> {
+    (0..k)
+        .filter_map(|i| {
+            let at = (out * s + i * d).checked_sub(p)?;
+            (at < len).then_some((i, at))
+        })
+        .collect()
+}
+
+fn conv2d_in(
+    x: &Input,
+    w: &Input,
+    bias: Option<&Input>,
+    g: Geometry,
+    mul: impl Fn(f64, f64) -> f64,
+    add: impl Fn(f64, f64) -> f64,
+) -> Option<Reference> {
+    let (x, w) = (x.view(), w.view());
+    let [n, cin, h, wd] = x.dims;
+    let [cout, cin_g, kh, kw] = w.dims;
     let groups = g.groups.max(1);
     let cout_g = cout / groups;
     let out_h =
         (h + 2 * g.padding.0).checked_sub(g.dilation.0 * (kh - 1) + 1)? / g.stride.0.max(1) + 1;
     let out_w =
         (wd + 2 * g.padding.1).checked_sub(g.dilation.1 * (kw - 1) + 1)? / g.stride.1.max(1) + 1;
+    let rows: Vec<_> = (0..out_h)
+        .map(|oh| gather_taps(oh, (g.stride.0, g.padding.0, g.dilation.0), kh, h))
+        .collect();
+    let cols: Vec<_> = (0..out_w)
+        .map(|ow| gather_taps(ow, (g.stride.1, g.padding.1, g.dilation.1), kw, wd))
+        .collect();
     let mut reference = Reference {
-        values: Vec::new(),
-        magnitude: Vec::new(),
+        values: Vec::with_capacity(n * cout * out_h * out_w),
+        magnitude: Vec::with_capacity(n * cout * out_h * out_w),
         terms: cin_g * kh * kw + 1,
         work: None,
     };
@@ -277,33 +336,24 @@ fn conv2d(
     for b in 0..n {
         for co in 0..cout {
             let group = co / cout_g.max(1);
-            for oh in 0..out_h {
-                for ow in 0..out_w {
+            let channels = (0..cin_g).filter(|ci| group * cin_g + ci < cin);
+            let bias = bias.map(|bias| bias.values.get(co).copied().unwrap_or(f64::NAN));
+            for row in &rows {
+                for col in &cols {
                     let (mut sum, mut mag) = (0.0, 0.0);
-                    for ci in 0..cin_g {
-                        for i in 0..kh {
-                            for j in 0..kw {
-                                let ih =
-                                    (oh * g.stride.0 + i * g.dilation.0).checked_sub(g.padding.0);
-                                let iw =
-                                    (ow * g.stride.1 + j * g.dilation.1).checked_sub(g.padding.1);
-                                let (Some(ih), Some(iw)) = (ih, iw) else {
-                                    continue;
-                                };
-                                if ih >= h || iw >= wd || group * cin_g + ci >= cin {
-                                    continue;
-                                }
-                                let term = arith
-                                    .mul(x.at4(b, group * cin_g + ci, ih, iw), w.at4(co, ci, i, j));
-                                sum = arith.add(sum, term);
+                    for ci in channels.clone() {
+                        for &(i, ih) in row {
+                            for &(j, iw) in col {
+                                let term =
+                                    mul(x.at(b, group * cin_g + ci, ih, iw), w.at(co, ci, i, j));
+                                sum = add(sum, term);
                                 mag += term.abs();
-                                macs += 1;
                             }
                         }
+                        macs += (row.len() * col.len()) as u64;
                     }
-                    if let Some(bias) = bias {
-                        let value = bias.values.get(co).copied().unwrap_or(f64::NAN);
-                        sum = arith.add(sum, value);
+                    if let Some(value) = bias {
+                        sum = add(sum, value);
                         mag += value.abs();
                     }
                     reference.values.push(sum);
@@ -318,10 +368,11 @@ fn conv2d(
 }
 
 /// Gather form of the transposed convolution: `out[n, co, oh, ow] = Σ x[n, ci, ih, iw] · w[ci, co', kh, kw]`
-/// over the taps with `oh + p = ih·s + kh·d`.
+/// over the taps with `oh + p = ih·s + kh·d` (ci, kh, kw ascending).
 fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> {
-    let [n, cin, h, wd] = x.dims4();
-    let [_, cout_g, kh, kw] = w.dims4();
+    let (x, w) = (x.view(), w.view());
+    let [n, cin, h, wd] = x.dims;
+    let [_, cout_g, kh, kw] = w.dims;
     let (stride, padding, output_padding, dilation) = (
         pair(sample, "stride", 1),
         pair(sample, "padding", 0),
@@ -335,9 +386,26 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
     };
     let out_h = size(h, stride.0, padding.0, dilation.0, kh, output_padding.0)?;
     let out_w = size(wd, stride.1, padding.1, dilation.1, kw, output_padding.1)?;
+    // The taps of an output coordinate: (kernel index, input index) with `out + p = in·s + k·d`.
+    let taps =
+        |out: usize, s: usize, p: usize, d: usize, k: usize, len: usize| -> Vec<(usize, usize)> {
+            let s = s.max(1);
+            (0..k)
+                .filter_map(|i| {
+                    let t = (out + p).checked_sub(i * d)?;
+                    (t % s == 0 && t / s < len).then_some((i, t / s))
+                })
+                .collect()
+        };
+    let rows: Vec<_> = (0..out_h)
+        .map(|oh| taps(oh, stride.0, padding.0, dilation.0, kh, h))
+        .collect();
+    let cols: Vec<_> = (0..out_w)
+        .map(|ow| taps(ow, stride.1, padding.1, dilation.1, kw, wd))
+        .collect();
     let mut reference = Reference {
-        values: Vec::new(),
-        magnitude: Vec::new(),
+        values: Vec::with_capacity(n * cout_g * groups * out_h * out_w),
+        magnitude: Vec::with_capacity(n * cout_g * groups * out_h * out_w),
         terms: cin_g * kh * kw,
         work: None,
     };
@@ -345,31 +413,18 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
     for b in 0..n {
         for co in 0..cout_g * groups {
             let (group, co_local) = (co / cout_g.max(1), co % cout_g.max(1));
-            for oh in 0..out_h {
-                for ow in 0..out_w {
+            for row in &rows {
+                for col in &cols {
                     let (mut sum, mut mag) = (0.0, 0.0);
                     for ci in group * cin_g..(group + 1) * cin_g {
-                        for i in 0..kh {
-                            for j in 0..kw {
-                                let (Some(th), Some(tw)) = (
-                                    (oh + padding.0).checked_sub(i * dilation.0),
-                                    (ow + padding.1).checked_sub(j * dilation.1),
-                                ) else {
-                                    continue;
-                                };
-                                if th % stride.0.max(1) != 0 || tw % stride.1.max(1) != 0 {
-                                    continue;
-                                }
-                                let (ih, iw) = (th / stride.0.max(1), tw / stride.1.max(1));
-                                if ih >= h || iw >= wd {
-                                    continue;
-                                }
-                                let term = x.at4(b, ci, ih, iw) * w.at4(ci, co_local, i, j);
+                        for &(i, ih) in row {
+                            for &(j, iw) in col {
+                                let term = x.at(b, ci, ih, iw) * w.at(ci, co_local, i, j);
                                 sum += term;
                                 mag += term.abs();
-                                macs += 1;
                             }
                         }
+                        macs += (row.len() * col.len()) as u64;
                     }
                     reference.values.push(sum);
                     reference.magnitude.push(mag);
@@ -385,7 +440,8 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
 
 /// The maximum of each `k × k` window (exact: no rounding).
 fn max_pool2d(x: &Input, k: usize, stride: usize, nan: NanPolicy) -> Option<Reference> {
-    let [n, c, h, w] = x.dims4();
+    let x = x.view();
+    let [n, c, h, w] = x.dims;
     let stride = stride.max(1);
     let out_h = h.checked_sub(k)? / stride + 1;
     let out_w = w.checked_sub(k)? / stride + 1;
@@ -397,7 +453,7 @@ fn max_pool2d(x: &Input, k: usize, stride: usize, nan: NanPolicy) -> Option<Refe
                     let (mut best, mut seen, mut any_nan) = (f64::NEG_INFINITY, false, false);
                     for i in 0..k {
                         for j in 0..k {
-                            let v = x.at4(b, ch, oh * stride + i, ow * stride + j);
+                            let v = x.at(b, ch, oh * stride + i, ow * stride + j);
                             if v.is_nan() {
                                 any_nan = true;
                             } else {
