@@ -72,6 +72,34 @@ pub struct Contract {
     pub fast_paths: Vec<ResolvedExpr>,
     /// (predicate name, definition) for the predicates in scope.
     pub predicates: Vec<(String, Expr)>,
+    /// Every root name the expressions may use, each with its slot; every expression above
+    /// has its names resolved to these slots.
+    pub slots: Arc<expr::Slots>,
+}
+
+impl Contract {
+    /// Resolves every expression's names to slots of a table of `names`, once.
+    fn resolve_slots<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+        let slots = expr::Slots::new(names);
+        let constraints = self.input_constraints.iter_mut();
+        let constraints = constraints.chain(self.param_constraints.iter_mut());
+        let formulas = self.formulas.iter_mut().map(|(_, f)| &mut f.expr);
+        let shapes = self
+            .outputs
+            .iter_mut()
+            .flat_map(|output| match &mut output.shape {
+                Some(ShapeRule::FromParams(dims)) => dims.iter_mut().map(|(_, e)| e).collect(),
+                _ => Vec::new(),
+            });
+        constraints
+            .map(|(_, c)| &mut c.expr)
+            .chain(formulas)
+            .chain(self.fast_paths.iter_mut().map(|p| &mut p.expr))
+            .chain(self.predicates.iter_mut().map(|(_, d)| d))
+            .chain(shapes)
+            .for_each(|e| slots.resolve(e));
+        self.slots = slots;
+    }
 }
 
 /// Resolves every expression of a contract.
@@ -126,6 +154,7 @@ pub fn resolve_expressions(
             .fast_paths
             .extend(resolver.typed(&path.when, Type::Bool, "a fast path's `when`"));
     }
+    contract.resolve_slots(resolver.scope.names());
     (contract, resolver.diagnostics)
 }
 

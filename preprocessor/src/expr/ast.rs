@@ -17,6 +17,9 @@ pub struct Expr {
     pub kind: ExprKind,
     /// Where it is in the source (including any grouping parentheses).
     pub span: Span,
+    /// For a `Name`: its slot in the contract's [`Slots`](super::Slots) table, once
+    /// [`Slots::resolve`](super::Slots::resolve) has given it one.
+    pub slot: Option<u32>,
 }
 
 /// The node kinds.
@@ -224,7 +227,11 @@ impl fmt::Display for UnOp {
 impl Expr {
     /// A node.
     pub fn new(kind: ExprKind, span: Span) -> Expr {
-        Expr { kind, span }
+        Expr {
+            kind,
+            span,
+            slot: None,
+        }
     }
 
     /// The direct children, in source order.
@@ -237,6 +244,19 @@ impl Expr {
             ExprKind::Member { base, .. } => vec![base],
             ExprKind::Index { base, index } => vec![base, index],
             ExprKind::Call { args, .. } => args.iter().map(|a| &a.value).collect(),
+        }
+    }
+
+    /// The direct children, mutably, in source order.
+    pub(crate) fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match &mut self.kind {
+            ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Name(_) => Vec::new(),
+            ExprKind::Tuple(items) => items.iter_mut().collect(),
+            ExprKind::Unary { operand, .. } => vec![operand],
+            ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            ExprKind::Member { base, .. } => vec![base],
+            ExprKind::Index { base, index } => vec![base, index],
+            ExprKind::Call { args, .. } => args.iter_mut().map(|a| &mut a.value).collect(),
         }
     }
 
@@ -294,7 +314,7 @@ impl Expr {
         None
     }
 
-    /// A copy with every span set to `0..0`, for structural comparison.
+    /// A copy with every span set to `0..0` and no slots, for structural comparison.
     pub fn without_spans(&self) -> Expr {
         let zero = Span::default();
         let boxed = |e: &Expr| Box::new(e.without_spans());
@@ -334,7 +354,7 @@ impl Expr {
                     .collect(),
             },
         };
-        Expr { kind, span: zero }
+        Expr::new(kind, zero)
     }
 
     /// Structural equality, ignoring every span.

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use super::ast::{Arg, BinOp, Expr, ExprKind, UnOp};
 use super::check::Scope;
@@ -17,6 +18,7 @@ use super::rules::{
     Builtin, arity, bad_index_type, binary_type, division_by_zero, index_out_of_range, member_type,
     no_keywords, not_indexable, too_deep, unary_type, unknown_function, unknown_name,
 };
+use super::slots::Slots;
 use super::span::Span;
 use super::value::{Type, Value};
 
@@ -26,6 +28,9 @@ pub type NativeFn = dyn Fn(&[Value]) -> Result<Value, String> + Send + Sync;
 /// The values (and caller-defined functions) an expression is evaluated against.
 #[derive(Default)]
 pub struct Bindings {
+    /// The values of a [`Slots`] table's names, by slot ([`Bindings::framed`]).
+    frame: Option<(Arc<Slots>, Vec<Option<Value>>)>,
+    /// The values of every other name.
     values: BTreeMap<String, Value>,
     functions: BTreeMap<String, Box<NativeFn>>,
 }
@@ -33,6 +38,7 @@ pub struct Bindings {
 impl fmt::Debug for Bindings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Bindings")
+            .field("frame", &self.frame)
             .field("values", &self.values)
             .field("functions", &self.functions.keys().collect::<Vec<_>>())
             .finish()
@@ -45,10 +51,29 @@ impl Bindings {
         Bindings::default()
     }
 
+    /// Bindings that keep the values of `slots`' names in a frame, by slot: an expression
+    /// resolved against the same table ([`Slots::resolve`]) reads them without a search.
+    pub fn framed(slots: &Arc<Slots>) -> Bindings {
+        Bindings {
+            frame: Some((Arc::clone(slots), vec![None; slots.len()])),
+            ..Bindings::default()
+        }
+    }
+
     /// Binds (or rebinds) a root name.
-    pub fn insert(&mut self, name: impl Into<String>, value: Value) -> &mut Bindings {
-        self.values.insert(name.into(), value);
+    pub fn insert(&mut self, name: impl AsRef<str> + Into<String>, value: Value) -> &mut Bindings {
+        match self.frame_cell(name.as_ref()) {
+            Some(cell) => *cell = Some(value),
+            None => {
+                self.values.insert(name.into(), value);
+            }
+        }
         self
+    }
+
+    fn frame_cell(&mut self, name: &str) -> Option<&mut Option<Value>> {
+        let (slots, frame) = self.frame.as_mut()?;
+        frame.get_mut(slots.slot(name)?)
     }
 
     /// Registers a caller-defined function; it shadows a built-in of the same name.
@@ -63,20 +88,58 @@ impl Bindings {
 
     /// The value bound to a root name.
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.values.get(name)
+        let framed = self
+            .frame
+            .as_ref()
+            .and_then(|(slots, frame)| frame.get(slots.slot(name)?)?.as_ref());
+        framed.or_else(|| self.values.get(name))
+    }
+
+    /// The value bound to a name that a tree resolved to `slot`: read from the frame when the
+    /// slot holds that very name (the tree may have been resolved against another table),
+    /// otherwise looked up.
+    fn get_resolved(&self, name: &str, slot: Option<u32>) -> Option<&Value> {
+        self.in_frame(name, slot).or_else(|| self.get(name))
+    }
+
+    fn in_frame(&self, name: &str, slot: Option<u32>) -> Option<&Value> {
+        let (slots, frame) = self.frame.as_ref()?;
+        let slot = usize::try_from(slot?).ok()?;
+        if slots.name(slot)? != name {
+            return None;
+        }
+        frame.get(slot)?.as_ref()
+    }
+
+    /// Every bound (name, value), sorted by name.
+    fn bound(&self) -> Vec<(&str, &Value)> {
+        let mut all: Vec<(&str, &Value)> = self
+            .values
+            .iter()
+            .map(|(name, value)| (name.as_str(), value))
+            .collect();
+        if let Some((slots, frame)) = &self.frame {
+            let framed = frame
+                .iter()
+                .enumerate()
+                .filter_map(|(slot, value)| Some((slots.name(slot)?, value.as_ref()?)));
+            all.extend(framed);
+        }
+        all.sort_by_key(|(name, _)| *name);
+        all
     }
 
     /// The bound root names, sorted.
     pub fn names(&self) -> Vec<&str> {
-        self.values.keys().map(String::as_str).collect()
+        self.bound().into_iter().map(|(name, _)| name).collect()
     }
 
     /// A [`Scope`] giving each bound name the type of its value (functions not included:
     /// their signatures are unknown here).
     pub fn scope(&self) -> Scope {
         let mut scope = Scope::new();
-        for (name, value) in &self.values {
-            scope.insert(name.clone(), value.type_of());
+        for (name, value) in self.bound() {
+            scope.insert(name, value.type_of());
         }
         scope
     }
@@ -117,7 +180,7 @@ impl Evaluator<'_> {
         match &e.kind {
             ExprKind::Int(v) => Ok(Value::Int(*v)),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
-            ExprKind::Name(name) => self.name(name, e.span),
+            ExprKind::Name(name) => self.name(name, e.slot, e.span),
             ExprKind::Tuple(items) => items
                 .iter()
                 .map(|i| self.value(i, depth + 1))
@@ -165,7 +228,7 @@ impl Evaluator<'_> {
             return None;
         }
         match &e.kind {
-            ExprKind::Name(name) => self.bindings.get(name),
+            ExprKind::Name(name) => self.bindings.get_resolved(name, e.slot),
             ExprKind::Member { base, field, .. } => self.borrowed(base, depth + 1)?.field(field),
             ExprKind::Index { base, index } => {
                 let Value::Tuple(items) = self.borrowed(base, depth + 1)? else {
@@ -180,15 +243,18 @@ impl Evaluator<'_> {
         }
     }
 
-    fn name(&self, name: &str, span: Span) -> Result<Value, ExprError> {
-        self.bindings.get(name).cloned().ok_or_else(|| {
-            unknown_name(
-                name,
-                span,
-                self.bindings.names(),
-                &self.bindings.function_names(),
-            )
-        })
+    fn name(&self, name: &str, slot: Option<u32>, span: Span) -> Result<Value, ExprError> {
+        self.bindings
+            .get_resolved(name, slot)
+            .cloned()
+            .ok_or_else(|| {
+                unknown_name(
+                    name,
+                    span,
+                    self.bindings.names(),
+                    &self.bindings.function_names(),
+                )
+            })
     }
 
     /// `&&` / `||`: the right operand is evaluated only when it decides the result.

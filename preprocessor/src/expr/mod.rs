@@ -84,6 +84,7 @@ mod eval;
 mod lexer;
 mod parser;
 mod rules;
+mod slots;
 mod span;
 mod value;
 
@@ -98,6 +99,7 @@ pub fn suggest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
 pub use eval::{Bindings, NativeFn, divisible, eval, floor_div, floor_mod};
 pub use lexer::MAX_TOKENS;
 pub use parser::{MAX_DEPTH, MAX_HEIGHT, MAX_SOURCE_LEN, parse};
+pub use slots::Slots;
 pub use span::Span;
 pub use value::{Type, Value};
 

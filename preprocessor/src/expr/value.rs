@@ -16,8 +16,8 @@ pub enum Value {
     Bool(bool),
     /// A fixed-length tuple.
     Tuple(Vec<Value>),
-    /// Named fields, in declaration order.
-    Record(Vec<(String, Value)>),
+    /// Named fields, in declaration order (the language's records are operands: `dim`, `rank`).
+    Record(Vec<(&'static str, Value)>),
 }
 
 /// The static type of an expression.
@@ -68,7 +68,7 @@ impl Value {
     /// A record field, if this is a record that has it.
     pub fn field(&self, name: &str) -> Option<&Value> {
         match self {
-            Value::Record(fields) => fields.iter().find(|(n, _)| n == name).map(|(_, v)| v),
+            Value::Record(fields) => fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v),
             _ => None,
         }
     }
@@ -81,10 +81,7 @@ impl Value {
     /// An operand with the given dims: the record `{ dim: (d0, d1, ...), rank: dims.len() }`.
     pub fn operand(dims: &[i64]) -> Value {
         let rank = i64::try_from(dims.len()).unwrap_or(i64::MAX);
-        Value::Record(vec![
-            ("dim".to_owned(), Value::ints(dims)),
-            ("rank".to_owned(), Value::Int(rank)),
-        ])
+        Value::Record(vec![("dim", Value::ints(dims)), ("rank", Value::Int(rank))])
     }
 
     /// The most precise type of this value.
@@ -96,7 +93,7 @@ impl Value {
             Value::Record(fields) => Type::Record(
                 fields
                     .iter()
-                    .map(|(n, v)| (n.clone(), v.type_of()))
+                    .map(|(n, v)| ((*n).to_owned(), v.type_of()))
                     .collect(),
             ),
         }
@@ -213,7 +210,7 @@ fn write_tuple<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt:
 
 fn write_record<T: fmt::Display>(
     f: &mut fmt::Formatter<'_>,
-    fields: &[(String, T)],
+    fields: &[(impl fmt::Display, T)],
 ) -> fmt::Result {
     f.write_str("{")?;
     for (i, (name, item)) in fields.iter().enumerate() {

@@ -449,7 +449,7 @@ impl Domain<'_> {
 
     /// Bindings for evaluating the contract's expressions on a sample (outputs excluded).
     pub fn bindings(&self, sample: &Sample, dtype: DType) -> Bindings {
-        let mut bindings = Bindings::new();
+        let mut bindings = Bindings::framed(&self.contract.slots);
         bindings.insert(
             "dtype_bytes",
             Value::Int(i64::try_from(dtype.size_bytes()).unwrap_or(0)),
