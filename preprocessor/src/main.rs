@@ -139,7 +139,6 @@ fn open_in_browser(page: &Path) -> Result<(), String> {
         .map_err(|error| format!("cannot open {} with `{program}`: {error}", page.display()))
 }
 
-/// Times every contract's kernels and writes the calibration file beside the book.
 /// `mdbook-fkc repro`: 1 when the sample fails (its report on stderr), 0 when it passes.
 fn repro(request: &args::Repro) -> Result<ExitCode, String> {
     let book = load(&request.book, true)?;
@@ -174,6 +173,7 @@ fn repro(request: &args::Repro) -> Result<ExitCode, String> {
     }
 }
 
+/// Times every contract's kernels and writes the calibration file beside the book.
 fn judge(dir: &Path) -> Result<ExitCode, String> {
     let book = MDBook::load(dir)
         .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;

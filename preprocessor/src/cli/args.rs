@@ -151,12 +151,15 @@ Arguments:
   FILE:LINE           the contract's opening fence, as `check` prints it (book/ch.md:12)
 
 Options:
-  --dtype DTYPE       F32, F64, BF16 or F16 (an entry point the contract declares)
+  --dtype DTYPE       F32, F64, BF16 or F16 (an entry point the contract declares; with
+                      `--check undeclared`, one it does not)
   --sample SAMPLE     the sample as reports print it: 'x: [1, 4, 3, 3], bias: absent, k = 2'
   --seed SEED         the operand values' seed, decimal or 0x-hex (default 0)
-  --check CHECK       order, special or layout: the check with its own operand values (default:
-                      the contract's verdict — accepted with its rules, values and determinism,
-                      or rejected when it breaks one constraint)
+  --check CHECK       order, special or layout: the check with its own operand values;
+                      undeclared: DTYPE must be refused; required: a call without the sample's
+                      absent inputs must be refused unless the contract marks them optional
+                      (default: the contract's verdict — accepted with its rules, values and
+                      determinism, or rejected when it breaks one constraint)
   --book DIR          the book's directory (default .)
   -h, --help          print this help";
 
@@ -387,7 +390,7 @@ fn repro(tail: &[&str]) -> Result<Repro, String> {
                 check = Check::parse(text).ok_or_else(|| {
                     usage(
                         "repro",
-                        &format!("`--check` takes order, special or layout, not `{text}`"),
+                        &format!("`--check` takes {}, not `{text}`", Check::NAMES),
                     )
                 })?;
             }
@@ -518,6 +521,42 @@ mod tests {
             (Check::Special, PathBuf::from("b"))
         );
         assert_eq!(repro.sample.describe(), "x: [1, 2], k = 3");
+    }
+
+    #[test]
+    fn repro_takes_every_check_by_the_name_reports_print() {
+        for (name, check) in [
+            ("order", Check::Order),
+            ("special", Check::Special),
+            ("layout", Check::Layout),
+            ("undeclared", Check::Undeclared),
+            ("required", Check::Required),
+        ] {
+            let args: Vec<String> = [
+                "repro",
+                "b.md:3",
+                "--dtype",
+                "F16",
+                "--check",
+                name,
+                "--sample",
+                "x: absent",
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            let Command::Repro(repro) = parse(&args).unwrap().command else {
+                panic!("not repro");
+            };
+            assert_eq!((repro.check, check.name()), (check, Some(name)));
+        }
+        let args: Vec<String> = ["repro", "b.md:3", "--dtype", "F32", "--check", "domain"]
+            .map(str::to_owned)
+            .to_vec();
+        let error = parse(&args).unwrap_err();
+        assert!(
+            error.contains("undeclared or required, not `domain`"),
+            "{error}"
+        );
     }
 
     #[test]

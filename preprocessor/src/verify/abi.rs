@@ -4,10 +4,10 @@
 //! observable at the boundary; every input's own dtype list and optionality hold for that input.
 
 use super::Gate;
-use super::run::{Fill, operands, params};
 use super::sample::Sample;
+use super::shrink::{Check, Keep, Replay};
 use crate::diag::Code;
-use crate::providers::{CallOutcome, Kernel};
+use crate::providers::Kernel;
 use fkc_provider::DType;
 
 impl Gate<'_> {
@@ -90,47 +90,30 @@ impl Gate<'_> {
     }
 
     /// An input the contract does not mark optional must be required by the kernel: a call
-    /// without it must be refused.
+    /// without it must be refused (a call accepted is shrunk and reported with a reproduction).
     pub(super) fn required_inputs(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample) {
-        let (Ok(base), Ok(values)) = (
-            operands(kernel, sample, dtype, Fill::Random(self.seed)),
-            params(kernel, sample),
-        ) else {
-            return;
-        };
         let mut refused = Vec::new();
-        for (slot, desc) in kernel.inputs.iter().enumerate() {
-            let Some(input) = self.raw.inputs.iter().find(|i| i.name.value == desc.name) else {
-                continue;
-            };
-            if input.optional.as_ref().is_some_and(|o| o.value) || base.get(slot).is_none() {
+        for desc in &kernel.inputs {
+            if self.declares_optional(&desc.name) {
                 continue;
             }
-            let mut without = base.clone();
-            if let Some(operand) = without.get_mut(slot) {
-                *operand = None;
+            let absent = super::operands::without(sample, &desc.name);
+            let before = self.diagnostics.len();
+            match self.required_one(kernel, dtype, &absent, self.seed) {
+                None => continue,
+                Some(true) => refused.push(format!("`{}`", desc.name)),
+                Some(false) => {
+                    let replay = Replay {
+                        kernel,
+                        dtype,
+                        seed: self.seed,
+                        check: Check::Required,
+                        keep: Keep::Admitted,
+                    };
+                    self.shrink_report(before, &replay, &absent);
+                    return;
+                }
             }
-            if let CallOutcome::Outputs(_) = kernel.run(&without, &values) {
-                let span = input
-                    .optional
-                    .as_ref()
-                    .map_or(input.name.span.clone(), |o| o.span.clone());
-                self.error(
-                    Code::OperandsMismatch,
-                    span,
-                    format!(
-                        "`{}` is not optional in the contract, but `{}` accepts a call without it",
-                        desc.name, kernel.symbol
-                    ),
-                )
-                .help
-                .push(format!(
-                    "mark `{}` `optional: true`, or make the kernel require it",
-                    desc.name
-                ));
-                return;
-            }
-            refused.push(format!("`{}`", desc.name));
         }
         if !refused.is_empty() {
             self.evidence.rows.push((

@@ -1,8 +1,11 @@
-//! Undeclared dtypes must be refused, by every entry point and by the executor.
+//! Undeclared dtypes must be refused, by every entry point and by the executor. A dtype that
+//! runs is shrunk to the smallest sample it still runs on and reported with a reproduction
+//! (`repro --check undeclared`).
 
 use super::Gate;
 use super::run::{Outcome, call};
 use super::sample::Sample;
+use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
 use crate::import::{Import, symbol_for};
 use crate::providers::Kernel;
@@ -22,47 +25,19 @@ impl Gate<'_> {
         let declared: Vec<DType> = import.entry_points.iter().map(|e| e.dtype).collect();
         let mut refused = Vec::new();
         for dtype in DType::ALL.into_iter().filter(|d| !declared.contains(d)) {
-            let symbol = symbol_for(&first.symbol, dtype);
-            let other = symbol
-                .as_deref()
-                .and_then(|s| first.provider.description().entry_point(s))
-                .map(|info| Kernel {
-                    info,
-                    provider: first.provider,
-                });
-            let via_symbol = other.is_some_and(|k| {
-                matches!(
-                    call(&k, &self.domain, sample, dtype, self.seed, false),
-                    Outcome::Accepted { .. }
-                )
-            });
-            let via_executor = super::run::executor_accepts(first, &self.domain, sample, dtype);
-            if via_symbol || via_executor {
-                let span = self
-                    .raw
-                    .inputs
-                    .first()
-                    .map_or(self.raw.kernel.span.clone(), |i| i.dtypes_span.clone());
-                let route = if via_symbol {
-                    format!("`{}`", symbol.unwrap_or_default())
-                } else {
-                    "the executor".to_owned()
-                };
-                let diagnostic = self.error(
-                    Code::DtypeMismatch,
-                    span,
-                    format!("{} is not declared, but {route} runs it", dtype.name()),
-                );
-                diagnostic
-                    .notes
-                    .push(format!("sample: {}", sample.describe()));
-                diagnostic.help.push(format!(
-                    "declare {} in every input's dtypes, or make the backend refuse it",
-                    dtype.name()
-                ));
-            } else {
+            let before = self.diagnostics.len();
+            if self.undeclared_one(first, dtype, sample, self.seed) {
                 refused.push(dtype.name());
+                continue;
             }
+            let replay = Replay {
+                kernel: first,
+                dtype,
+                seed: self.seed,
+                check: Check::Undeclared,
+                keep: Keep::Admitted,
+            };
+            self.shrink_report(before, &replay, sample);
         }
         if !refused.is_empty() {
             self.evidence.rows.push((
@@ -73,5 +48,60 @@ impl Gate<'_> {
                 ),
             ));
         }
+    }
+
+    /// Runs `sample` in the undeclared `dtype`, through the entry point named like `first` for
+    /// that dtype and through the executor; false after reporting that one of them ran it.
+    pub(super) fn undeclared_one(
+        &mut self,
+        first: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        seed: u64,
+    ) -> bool {
+        let symbol = symbol_for(&first.symbol, dtype);
+        let other = symbol
+            .as_deref()
+            .and_then(|s| first.provider.description().entry_point(s))
+            .map(|info| Kernel {
+                info,
+                provider: first.provider,
+            });
+        let via_symbol = other.is_some_and(|k| {
+            matches!(
+                call(&k, &self.domain, sample, dtype, seed, false),
+                Outcome::Accepted { .. }
+            )
+        });
+        let via_executor =
+            !via_symbol && super::run::executor_accepts(first, &self.domain, sample, dtype);
+        if !via_symbol && !via_executor {
+            return true;
+        }
+        let route = match symbol {
+            Some(symbol) if via_symbol => format!("`{symbol}`"),
+            _ => "the executor".to_owned(),
+        };
+        self.undeclared_runs(dtype, sample, &route);
+        false
+    }
+
+    /// Reports that `route` runs the undeclared `dtype` on `sample`.
+    fn undeclared_runs(&mut self, dtype: DType, sample: &Sample, route: &str) {
+        let span = self
+            .raw
+            .inputs
+            .first()
+            .map_or(self.raw.kernel.span.clone(), |i| i.dtypes_span.clone());
+        let diagnostic = self.error(
+            Code::DtypeMismatch,
+            span,
+            format!("{} is not declared, but {route} runs it", dtype.name()),
+        );
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
+        diagnostic.help.push(format!(
+            "declare {} in every input's dtypes, or make the backend refuse it",
+            dtype.name()
+        ));
     }
 }

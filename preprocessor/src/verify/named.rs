@@ -2,11 +2,14 @@
 //! the very operands the kernel ran on (converted to the oracle's dtype) — differential testing,
 //! for example of a production kernel against the reference backend's f64 one. The values are
 //! then held to the contract's precision claims; the op kind's definitional oracle, when there
-//! is one, still supplies the error bound's magnitudes and the work counts.
+//! is one, still supplies the error bound's magnitudes and the work counts. A disagreement, or
+//! an oracle that cannot run a sample, is shrunk and reproduced like any other failure of an
+//! admitted sample (`repro` resolves the same oracle).
 
 use super::Gate;
 use super::oracle::{Input, Reference};
 use super::sample::Sample;
+use super::shrink::sample_note;
 use crate::contract::raw::RawOracle;
 use crate::diag::{Code, did_you_mean};
 use crate::providers::{CallOutcome, Kernel, Provider};
@@ -100,7 +103,7 @@ impl Gate<'_> {
                 );
                 diagnostic
                     .notes
-                    .push(format!("sample: {}", sample.describe()));
+                    .push(sample_note(kernel.dtype.name(), sample));
                 diagnostic.help.push("name an oracle with the kernel's operands, and give the oracle's other parameters under `oracle.params`".to_owned());
                 return Err(());
             }

@@ -1,8 +1,14 @@
 //! The contract's inputs must be the kernel's operands: the same names, ranks and optionality.
+//! An input the contract does not mark optional must be required by the kernel: a call without
+//! it is refused (one sample per input, shrunk and reproducible with `repro --check required`).
 
 use super::Gate;
+use super::run::{Fill, operands, params};
+use super::sample::Sample;
+use super::shrink::sample_note;
 use crate::diag::Code;
-use crate::providers::Kernel;
+use crate::providers::{CallOutcome, Kernel};
+use fkc_provider::DType;
 
 impl Gate<'_> {
     /// The contract's inputs must be the kernel's operands (names, ranks, optionality).
@@ -69,6 +75,68 @@ impl Gate<'_> {
         }
         ok
     }
+}
+
+impl Gate<'_> {
+    /// Whether the contract marks input `name` optional.
+    pub(super) fn declares_optional(&self, name: &str) -> bool {
+        self.raw
+            .inputs
+            .iter()
+            .any(|i| i.name.value == name && i.optional.as_ref().is_some_and(|o| o.value))
+    }
+
+    /// Calls `kernel` on `sample` as it is, absent inputs passed as `None`: when one of them is
+    /// not optional in the contract, the call must be refused. `Some(false)` after reporting
+    /// that it was accepted, `Some(true)` when refused, `None` when no such input is absent or
+    /// the sample cannot be expressed as a call.
+    pub(super) fn required_one(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        seed: u64,
+    ) -> Option<bool> {
+        let name = sample
+            .inputs
+            .iter()
+            .find(|(name, _, present)| !present && !self.declares_optional(name))
+            .map(|(name, _, _)| name.clone())?;
+        let operands = operands(kernel, sample, dtype, Fill::Random(seed)).ok()?;
+        let values = params(kernel, sample).ok()?;
+        let CallOutcome::Outputs(_) = kernel.run(&operands, &values) else {
+            return Some(true);
+        };
+        let input = self.raw.inputs.iter().find(|i| i.name.value == name)?;
+        let span = input
+            .optional
+            .as_ref()
+            .map_or(input.name.span.clone(), |o| o.span.clone());
+        let diagnostic = self.error(
+            Code::OperandsMismatch,
+            span,
+            format!(
+                "`{name}` is not optional in the contract, but `{}` accepts a call without it",
+                kernel.symbol
+            ),
+        );
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
+        diagnostic.help.push(format!(
+            "mark `{name}` `optional: true`, or make the kernel require it"
+        ));
+        Some(false)
+    }
+}
+
+/// `sample` with input `name` absent (its dims kept, so the contract still classifies it).
+pub(super) fn without(sample: &Sample, name: &str) -> Sample {
+    let mut absent = sample.clone();
+    for (input, _, present) in &mut absent.inputs {
+        if input == name {
+            *present = false;
+        }
+    }
+    absent
 }
 
 fn operand_list(kernel: &Kernel<'_>) -> String {

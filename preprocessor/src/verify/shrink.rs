@@ -47,6 +47,12 @@ pub enum Check {
     Special,
     /// Layout claims, on real views of the operands.
     Layout,
+    /// A dtype the contract does not declare (`--dtype`), which every entry point and the
+    /// executor must refuse. Runs on any sample.
+    Undeclared,
+    /// A call with the absent inputs of the sample, which must be refused when the contract does
+    /// not mark one of them optional. Runs on any sample.
+    Required,
 }
 
 impl Check {
@@ -57,14 +63,31 @@ impl Check {
             Check::Order => Some("order"),
             Check::Special => Some("special"),
             Check::Layout => Some("layout"),
+            Check::Undeclared => Some("undeclared"),
+            Check::Required => Some("required"),
         }
     }
 
+    /// The names `repro --check` takes, for a usage message.
+    pub const NAMES: &'static str = "order, special, layout, undeclared or required";
+
     /// The check named `name` (`repro --check`).
     pub fn parse(name: &str) -> Option<Check> {
-        [Check::Order, Check::Special, Check::Layout]
-            .into_iter()
-            .find(|c| c.name() == Some(name))
+        [
+            Check::Order,
+            Check::Special,
+            Check::Layout,
+            Check::Undeclared,
+            Check::Required,
+        ]
+        .into_iter()
+        .find(|c| c.name() == Some(name))
+    }
+
+    /// Whether the check runs only on samples the contract classifies (admitted, or breaking
+    /// one constraint); [`Check::Undeclared`] and [`Check::Required`] run on any sample.
+    pub fn classifies(self) -> bool {
+        !matches!(self, Check::Undeclared | Check::Required)
     }
 }
 
@@ -157,10 +180,12 @@ fn tries_for(code: Code) -> usize {
     }
 }
 
-/// Whether a failure is about the sample (so a smaller one and a reproduction make sense),
-/// rather than about the contract's operands or its named oracle.
-fn about_the_sample(code: Code) -> bool {
-    code != Code::OperandsMismatch
+/// Whether a failure is about the sample (so a smaller one and a reproduction make sense):
+/// every behavioural report names its sample with [`sample_note`]; an operands mismatch that
+/// does not (the contract's operands or parameters cannot make a call at all) is about the
+/// contract.
+fn about_the_sample(report: &crate::diag::Diagnostic) -> bool {
+    report.code != Code::OperandsMismatch || report.notes.iter().any(|n| n.starts_with("sample ("))
 }
 
 /// The note naming the sample a report was made on, as every check writes it.
@@ -204,6 +229,8 @@ impl<'a> Gate<'a> {
             (Check::Layout, Verdict::Admitted { .. }) => {
                 self.layout_one(kernel, dtype, sample, seed).is_some()
             }
+            (Check::Undeclared, _) => self.undeclared_one(kernel, dtype, sample, seed),
+            (Check::Required, _) => self.required_one(kernel, dtype, sample, seed) != Some(false),
             _ => true,
         }
     }
@@ -212,12 +239,13 @@ impl<'a> Gate<'a> {
     /// the smallest sample that still fails with the same code (the report of its own run, so
     /// no run is repeated), and a one-line reproduction.
     pub(super) fn shrink_report(&mut self, before: usize, replay: &Replay<'_>, sample: &Sample) {
-        let Some(code) = self.diagnostics.get(before).map(|d| d.code) else {
+        let Some(first) = self.diagnostics.get(before) else {
             return;
         };
-        if !about_the_sample(code) {
+        if !about_the_sample(first) {
             return;
         }
+        let code = first.code;
         let mut report = self.diagnostics.split_off(before);
         let domain = Domain { ..self.domain };
         let small = shrink(

@@ -1,6 +1,8 @@
 //! `mdbook-fkc repro`: the `reproduce:` line a failing check prints, run as written (its quoted
 //! arguments split here, without a shell), reproduces the failure with the same code and exits
-//! 1; the same line on the honest contract passes and exits 0; usage errors exit 2.
+//! 1; the same line on the honest contract passes and exits 0; usage errors exit 2. Each failure
+//! kind is covered: the contract's verdict, an undeclared dtype that runs, a named oracle's
+//! disagreement and a required input the kernel does without.
 
 use super::support::{fkc, repo_root, stderr, stdout, temp_dir};
 use std::path::Path;
@@ -10,13 +12,22 @@ const SHAPE_RULE: &str = "Hout=(x.dim[2]-kernel_size)/stride+1";
 /// A book whose only chapter is the seed's front matter and its `max_pool2d` contract, with
 /// `from` replaced by `to`.
 fn pool_book(dir: &Path, from: &str, to: &str) {
+    seed_book(dir, "max_pool2d", from, to);
+}
+
+/// A book whose only chapter (`book/pool.md`) is the seed's front matter and its first verified
+/// contract for `kernel`, with `from` replaced by `to`.
+fn seed_book(dir: &Path, kernel: &str, from: &str, to: &str) {
     let seed =
         std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
     let front_end = seed[3..].find("---\n").unwrap() + 3 + 4;
-    let start = seed.find("```fkc\nkernel: max_pool2d\n").unwrap();
+    let start = seed.find(&format!("```fkc\nkernel: {kernel}\n")).unwrap();
     let end = start + seed[start + 3..].find("```\n").unwrap() + 3 + 4;
+    assert!(
+        seed[start..end].contains(from),
+        "no `{from}` in the contract"
+    );
     let fence = seed[start..end].replacen(from, to, 1);
-    assert!(fence.contains(to), "no `{from}` in the contract");
     std::fs::create_dir_all(dir.join("book")).unwrap();
     std::fs::write(
         dir.join("book.toml"),
@@ -28,7 +39,7 @@ fn pool_book(dir: &Path, from: &str, to: &str) {
         "# Summary\n\n- [Pool](pool.md)\n",
     )
     .unwrap();
-    let chapter = format!("{}# max_pool2d\n\n{fence}", &seed[..front_end]);
+    let chapter = format!("{}# {kernel}\n\n{fence}", &seed[..front_end]);
     std::fs::write(dir.join("book/pool.md"), chapter).unwrap();
 }
 
@@ -59,8 +70,15 @@ fn split(line: &str) -> Vec<String> {
     words
 }
 
-/// The arguments of the first `reproduce:` line of `check`'s report, and the report.
+/// The arguments of the first `reproduce:` line of `check`'s report on the `max_pool2d`
+/// contract, and the report.
 fn reproduce_line(dir: &Path) -> (Vec<String>, String) {
+    kernel_reproduce_line(dir, "max_pool2d (describe-only)")
+}
+
+/// The arguments of the first `reproduce:` line of `check`'s report on the contract `check`
+/// lists as `listed`, and the report.
+fn kernel_reproduce_line(dir: &Path, listed: &str) -> (Vec<String>, String) {
     let out = fkc(&["check", "--no-cache", "--color", "never"], dir);
     let report = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{report}");
@@ -71,7 +89,7 @@ fn reproduce_line(dir: &Path) -> (Vec<String>, String) {
     let words = split(line);
     assert_eq!(words[..2], ["mdbook-fkc", "repro"], "{line}");
     assert!(
-        stdout(&out).contains(&format!("FAIL max_pool2d (describe-only) {} ", words[2])),
+        stdout(&out).contains(&format!("FAIL {listed} {} ", words[2])),
         "the repro line names the contract as `check` does: {line}\n{}",
         stdout(&out)
     );
@@ -123,6 +141,103 @@ fn the_reproduce_line_of_a_lie_reproduces_it_and_passes_on_the_truth() {
         );
         assert!(stdout(&out).contains("passes"), "{}", stdout(&out));
     }
+}
+
+/// Runs `repro` with `args` in `dir`: its exit code, stdout and stderr.
+fn run_repro(args: &[String], dir: &Path) -> (Option<i32>, String, String) {
+    let mut repro = vec!["repro"];
+    repro.extend(args.iter().map(String::as_str));
+    let out = fkc(&repro, dir);
+    (out.status.code(), stdout(&out), stderr(&out))
+}
+
+/// A seed `kernel` contract (`check` lists it as `listed`) with one lie (`from` → `to`) fails
+/// `check` with `code`, shrunk in `dtype`, with a reproduce line naming `--check` as `named`
+/// and a sample containing each text of `sample`; run as written, the line exits 1 with
+/// `code`; on the honest contract it exits 0.
+fn reproduces(
+    kernel: &str,
+    listed: &str,
+    (from, to): (&str, &str),
+    code: &str,
+    dtype: &str,
+    named: Option<&str>,
+    sample: &[&str],
+) {
+    let dir = temp_dir("repro-kind");
+    seed_book(&dir, kernel, from, to);
+    let (args, report) = kernel_reproduce_line(&dir, listed);
+    assert!(report.contains(&format!("error[{code}]")), "{report}");
+    assert!(
+        report.contains(&format!("counterexample (shrunk, {dtype})")),
+        "{report}"
+    );
+    let value = |flag: &str| {
+        let at = args.iter().position(|a| a == flag)?;
+        args.get(at + 1).map(String::as_str)
+    };
+    assert_eq!(
+        (value("--dtype"), value("--check")),
+        (Some(dtype), named),
+        "{args:?}"
+    );
+    let written = value("--sample").unwrap_or_default();
+    for part in sample {
+        assert!(written.contains(part), "{code}: `{part}` not in {written}");
+    }
+    let (status, out, err) = run_repro(&args, &dir);
+    assert_eq!(status, Some(1), "{code}: {out}{err}");
+    assert!(err.contains(&format!("error[{code}]")), "{err}");
+    assert!(
+        out.contains(&format!("reproduced {code} ({dtype})")),
+        "{out}"
+    );
+
+    seed_book(&dir, kernel, from, from);
+    let (status, out, err) = run_repro(&args, &dir);
+    assert_eq!(status, Some(0), "{code}: {out}{err}");
+    assert!(out.contains("passes"), "{out}");
+}
+
+#[test]
+fn an_undeclared_dtype_that_runs_is_reproduced() {
+    reproduces(
+        "max_pool2d",
+        "max_pool2d (describe-only)",
+        ("dtypes: [F32, F64, BF16, F16]", "dtypes: [F32, F64, BF16]"),
+        "FKC0406",
+        "F16",
+        Some("undeclared"),
+        &["x: [1, 1, 1, 1], kernel_size = 1, stride = 1"],
+    );
+}
+
+#[test]
+fn a_named_oracles_disagreement_is_reproduced() {
+    let oracle =
+        "oracle: { entry_point: \"fuel_reference_backend::ops::max_pool2d_bf16\" }\ndeterminism:";
+    reproduces(
+        "max_pool2d",
+        "max_pool2d (describe-only)",
+        ("determinism:", oracle),
+        "FKC0409",
+        "F32",
+        None,
+        &["x: [1, 1, 1, 1], kernel_size = 1, stride = 1"],
+    );
+}
+
+#[test]
+fn a_required_input_the_kernel_does_without_is_reproduced() {
+    reproduces(
+        "conv2d",
+        "conv2d (registrable)",
+        ("      optional: true\n", ""),
+        "FKC0408",
+        "F32",
+        Some("required"),
+        &["x: [", ", bias: absent, "],
+    );
 }
 
 #[test]
