@@ -1,12 +1,16 @@
-//! YAML as a tree of located nodes. serde-saphyr parses the text (with budgets against alias
-//! bombs, deep nesting and oversized scalars); every node keeps its byte span so that the schema
-//! layer can point at the exact value an author wrote. The schema itself is checked by hand in
-//! [`crate::contract::raw`], which gives far better messages (did-you-mean, expected types) than
-//! derived deserialisation would.
+//! YAML as a tree of located nodes. granit-parser reads the text into events; [`tree`] builds
+//! the nodes from them in one pass, within [`budget`]s against alias bombs, deep nesting and
+//! oversized input, keeping the written form of the nodes that need it ([`shadow`]: keys,
+//! anchored nodes, merge values), and [`scalar`] gives each scalar its value. Every node keeps
+//! its byte span so that the schema layer can point at the exact value an author wrote. The
+//! schema itself is checked by hand in [`crate::contract::raw`], which gives far better messages
+//! (did-you-mean, expected types) than derived deserialisation would.
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_saphyr::{Budget, Options, Spanned};
-use std::fmt;
+mod budget;
+mod scalar;
+mod shadow;
+mod tree;
+
 use std::ops::Range;
 
 /// Upper bound on the size of one YAML block (a contract or a front matter).
@@ -130,26 +134,7 @@ pub fn parse(text: &str) -> Result<Node, YamlError> {
             offset,
         });
     }
-    let spanned: Spanned<Raw> = serde_saphyr::from_str_with_options(text, options())
-        .map_err(|e| convert_error(text, &e))?;
-    let mut node = to_node(spanned);
-    node.span.end = node.span.end.min(text.len());
-    Ok(node)
-}
-
-fn options() -> Options {
-    let mut budget = Budget::default();
-    budget.max_depth = 32;
-    budget.max_nodes = 20_000;
-    budget.max_events = 100_000;
-    budget.max_aliases = 64;
-    budget.max_anchors = 64;
-    budget.max_total_scalar_bytes = MAX_YAML_BYTES;
-    budget.max_documents = 1;
-    let mut options = Options::default();
-    options.budget = Some(budget);
-    options.with_snippet = false;
-    options
+    tree::build(text)
 }
 
 /// A tab among the leading whitespace of a line (YAML forbids it; we say so plainly).
@@ -163,197 +148,6 @@ fn indentation_tab(text: &str) -> Option<usize> {
         line_start += line.len();
     }
     None
-}
-
-fn convert_error(text: &str, error: &serde_saphyr::Error) -> YamlError {
-    let inner = error.without_snippet();
-    let raw = inner.to_string();
-    let message = reword(&strip_location_suffix(&raw));
-    // A breach can come wrapped (with the alias that led to it); its message names it.
-    let breached =
-        matches!(inner, serde_saphyr::Error::Budget { .. }) || raw.contains("budget breached");
-    let kind = if breached {
-        YamlErrorKind::Budget
-    } else {
-        YamlErrorKind::Syntax
-    };
-    let offset = inner
-        .location()
-        .map_or(0, |location| location_offset(text, location));
-    YamlError {
-        kind,
-        message,
-        offset,
-    }
-}
-
-/// Rewords the parser's messages that speak to its API rather than to an author.
-fn reword(message: &str) -> String {
-    if let Some(breach) = message.strip_prefix("budget breached: ") {
-        return format!("the YAML block exceeds a resource budget ({breach})");
-    }
-    match message.strip_prefix("duplicate mapping key") {
-        Some(rest) => {
-            let key = rest
-                .trim_start_matches(':')
-                .split(", set DuplicateKeyPolicy")
-                .next()
-                .unwrap_or("")
-                .trim();
-            if key.is_empty() {
-                "a key is written twice in the same mapping".to_owned()
-            } else {
-                format!("`{key}` is written twice in the same mapping")
-            }
-        }
-        None => message.to_owned(),
-    }
-}
-
-/// Drops a trailing " at line L, column C" that serde-saphyr appends: we show our own.
-fn strip_location_suffix(message: &str) -> String {
-    match message.find(" at line ") {
-        Some(index) => message[..index].to_owned(),
-        None => message.to_owned(),
-    }
-}
-
-fn location_offset(text: &str, location: serde_saphyr::Location) -> usize {
-    if let Some(byte) = location.span().byte_offset() {
-        return usize::try_from(byte).unwrap_or(text.len()).min(text.len());
-    }
-    line_column_offset(text, location.line(), location.column())
-}
-
-/// Byte offset of a 1-based line and 1-based character column.
-fn line_column_offset(text: &str, line: u64, column: u64) -> usize {
-    let mut offset = 0;
-    for (index, line_text) in text.split_inclusive('\n').enumerate() {
-        if index as u64 + 1 == line {
-            let skip = usize::try_from(column.saturating_sub(1)).unwrap_or(usize::MAX);
-            return offset
-                + line_text
-                    .char_indices()
-                    .nth(skip)
-                    .map_or(line_text.trim_end_matches('\n').len(), |(i, _)| i);
-        }
-        offset += line_text.len();
-    }
-    text.len()
-}
-
-/// Deserialisation goes through `Raw` so that each child keeps its own `Spanned` location.
-#[derive(Debug)]
-enum Raw {
-    Leaf(Value),
-    Seq(Vec<Spanned<Raw>>),
-    Map(Vec<(Spanned<Raw>, Spanned<Raw>)>),
-}
-
-/// Converts a located raw value (from a string source, so byte offsets are known) to a node.
-fn to_node(spanned: Spanned<Raw>) -> Node {
-    let span = spanned.referenced.span();
-    let start = span
-        .byte_offset()
-        .and_then(|byte| usize::try_from(byte).ok())
-        .unwrap_or(0);
-    let len = span
-        .byte_len()
-        .and_then(|len| usize::try_from(len).ok())
-        .unwrap_or(0);
-    let value = match spanned.value {
-        Raw::Leaf(value) => value,
-        Raw::Seq(items) => Value::Seq(items.into_iter().map(to_node).collect()),
-        Raw::Map(entries) => Value::Map(
-            entries
-                .into_iter()
-                .map(|(key, value)| (to_node(key), to_node(value)))
-                .collect(),
-        ),
-    };
-    Node {
-        value,
-        span: start..start.saturating_add(len),
-    }
-}
-
-impl<'de> Deserialize<'de> for Raw {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(RawVisitor)
-    }
-}
-
-struct RawVisitor;
-
-impl<'de> Visitor<'de> for RawVisitor {
-    type Value = Raw;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any YAML value")
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Null))
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Null))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Raw, D::Error> {
-        Raw::deserialize(deserializer)
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Bool(v)))
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Int(i128::from(v))))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Int(i128::from(v))))
-    }
-
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Int(v)))
-    }
-
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Raw, E> {
-        Ok(Raw::Leaf(
-            i128::try_from(v).map_or(Value::Float(v as f64), Value::Int),
-        ))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Float(v)))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Str(v.to_owned())))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Raw, E> {
-        Ok(Raw::Leaf(Value::Str(v)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Raw, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Spanned<Raw>>()? {
-            items.push(item);
-        }
-        Ok(Raw::Seq(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<Spanned<Raw>>()? {
-            let value = map.next_value::<Spanned<Raw>>()?;
-            entries.push((key, value));
-        }
-        Ok(Raw::Map(entries))
-    }
 }
 
 #[cfg(test)]
@@ -473,5 +267,193 @@ mod tests {
             map_entry(&root, "a").value,
             Value::Float(_) | Value::Str(_) | Value::Int(_)
         ));
+    }
+
+    /// The value of `a` in `a: <text>`.
+    fn value_of(text: &str) -> Result<Value, YamlError> {
+        parse(&format!("a: {text}\n")).map(|root| map_entry(&root, "a").value.clone())
+    }
+
+    #[test]
+    fn plain_scalars_resolve_as_before() {
+        let cases = [
+            ("~", Value::Null),
+            ("", Value::Null),
+            ("Null", Value::Null),
+            ("nULL", Value::Str("nULL".into())),
+            ("yes", Value::Bool(true)),
+            ("Off", Value::Bool(false)),
+            ("n", Value::Bool(false)),
+            ("12", Value::Int(12)),
+            ("-0x1F", Value::Int(-31)),
+            ("0o17", Value::Int(15)),
+            ("0b101", Value::Int(5)),
+            ("1_000", Value::Int(1000)),
+            ("0X1F", Value::Str("0X1F".into())),
+            ("007", Value::Float(7.0)),
+            (
+                "18446744073709551615",
+                Value::Int(18_446_744_073_709_551_615),
+            ),
+            (
+                "18446744073709551616",
+                Value::Float(18_446_744_073_709_551_616.0),
+            ),
+            (
+                "-9223372036854775809",
+                Value::Float(-9_223_372_036_854_775_809.0),
+            ),
+            ("1e3", Value::Float(1000.0)),
+            (".5", Value::Float(0.5)),
+            ("+.nan", Value::Str("+.nan".into())),
+            ("inf", Value::Str("inf".into())),
+            ("12ab", Value::Str("12ab".into())),
+            ("\"4\"", Value::Str("4".into())),
+            ("'~'", Value::Str("~".into())),
+            ("!!str 1", Value::Str("1".into())),
+            ("! ~", Value::Str("~".into())),
+            ("!!int \"7\"", Value::Int(7)),
+            ("!!float 1", Value::Float(1.0)),
+            ("!!null x", Value::Null),
+            ("!custom 5", Value::Int(5)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(value_of(text), Ok(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn impossible_values_are_syntax_errors_at_the_scalar() {
+        for (text, message) in [
+            (".inf", "non-finite float `.inf`"),
+            ("-.Inf", "non-finite float `-.Inf`"),
+            ("1e999", "non-finite float `1e999`"),
+            ("!!int x", "invalid u64"),
+            ("!!int -99999999999999999999", "invalid i64"),
+            ("!!bool maybe", "invalid boolean"),
+            ("!!float x", "invalid floating point"),
+            ("!!timestamp 2001-12-14", "cannot deserialize tagged scalar"),
+            ("!!seq x", "unsupported tag `!!seq`"),
+            ("!!str [1]", "unsupported tag `!!str`"),
+        ] {
+            let error = value_of(text).unwrap_err();
+            assert_eq!(error.kind, YamlErrorKind::Syntax, "{text}");
+            assert!(error.message.starts_with(message), "{text}: {error:?}");
+            // At the scalar (after its tag, if any).
+            let tag = if text.starts_with('!') {
+                text.find(' ').unwrap() + 1
+            } else {
+                0
+            };
+            assert_eq!(error.offset, 3 + tag, "{text}");
+        }
+    }
+
+    #[test]
+    fn aliases_are_copied_and_located_at_the_alias() {
+        let text = "x: &a [1, {k: v}]\ncopy: *a\n";
+        let root = parse(text).unwrap();
+        let copy = map_entry(&root, "copy");
+        assert_eq!(copy.canonical(&[]), map_entry(&root, "x").canonical(&[]));
+        let mut spans = vec![copy.span.clone()];
+        if let Value::Seq(items) = &copy.value {
+            spans.extend(items.iter().map(|item| item.span.clone()));
+        }
+        assert!(
+            spans.iter().all(|span| &text[span.clone()] == "*a"),
+            "{spans:?}"
+        );
+        let error = parse("x: &a [1, *a]\n").unwrap_err();
+        assert_eq!((error.kind, error.offset), (YamlErrorKind::Syntax, 10));
+        let error = parse("x: *nothing\n").unwrap_err();
+        assert_eq!((error.kind, error.offset), (YamlErrorKind::Syntax, 3));
+    }
+
+    #[test]
+    fn merge_keys_add_the_entries_not_written() {
+        let text = "base: &b {x: 1, z: 2}\nd:\n  z: 3\n  <<: *b\n";
+        let root = parse(text).unwrap();
+        let Value::Map(entries) = &map_entry(&root, "d").value else {
+            panic!()
+        };
+        let written: Vec<(Value, Value, &str)> = entries
+            .iter()
+            .map(|(k, v)| (k.value.clone(), v.value.clone(), &text[k.span.clone()]))
+            .collect();
+        assert_eq!(
+            written,
+            [
+                (Value::Str("z".into()), Value::Int(3), "z"),
+                (Value::Str("x".into()), Value::Int(1), "*b"),
+            ]
+        );
+        let root = parse("d: {<<: [{a: 1}, {a: 2, b: 3}], c: 4}\n").unwrap();
+        assert_eq!(
+            map_entry(&root, "d").canonical(&[]),
+            "{\"a\":1,\"b\":3,\"c\":4,}"
+        );
+        let error = parse("d: {<<: [{a: 1}, 5]}\n").unwrap_err();
+        assert_eq!((error.kind, error.offset), (YamlErrorKind::Syntax, 17));
+    }
+
+    #[test]
+    fn a_repeated_key_is_reported_at_its_second_writing() {
+        for (text, name, offset) in [
+            ("a: 1\nb: 2\na: 3\n", "`a`", 10),
+            ("'a': 1\n\"a\": 2\n", "`a`", 7),
+            ("1: a\n0x1: b\n", "`0x1`", 5),
+            ("[1]: a\n[1]: b\n", "a key", 7),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert_eq!(error.kind, YamlErrorKind::Syntax, "{text}");
+            assert_eq!(error.offset, offset, "{text}");
+            assert!(error.message.starts_with(name), "{text}: {}", error.message);
+            assert!(error.message.ends_with("written twice in the same mapping"));
+        }
+        // Same value, different writing: not the same key.
+        assert!(parse("true: a\nTrue: b\n1: c\n\"1\": d\n").is_ok());
+    }
+
+    #[test]
+    fn each_budget_is_enforced() {
+        let budget = |text: String, message: &str| {
+            let error = parse(&text).unwrap_err();
+            assert_eq!(error.kind, YamlErrorKind::Budget, "{error:?}");
+            assert!(error.message.contains(message), "{error:?}");
+        };
+        budget(
+            format!("[{}]\n", vec!["x"; 20_000].join(", ")),
+            "Nodes { nodes: 20001 }",
+        );
+        budget(
+            format!("a: {}{}\n", "[".repeat(32), "]".repeat(32)),
+            "Depth { depth: 33 }",
+        );
+        budget(
+            format!("a: &a x\nb: [{}]\n", vec!["*a"; 65].join(", ")),
+            "Aliases { aliases: 65 }",
+        );
+        budget(
+            format!(
+                "[{}]\n",
+                (0..65)
+                    .map(|i| format!("&a{i} x"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "Anchors { anchors: 65 }",
+        );
+        budget("a: 1\n---\nb: 2\n".to_owned(), "Documents { documents: 2 }");
+        let big = "x".repeat(100_000);
+        budget(format!("a: &a {big}\nb: [*a, *a]\n"), "ScalarBytes");
+        assert!(parse(&format!("[{}]\n", vec!["x"; 19_999].join(", "))).is_ok());
+        assert!(parse(&format!("a: {}{}\n", "[".repeat(31), "]".repeat(31))).is_ok());
+    }
+
+    #[test]
+    fn an_empty_block_is_null() {
+        for text in ["", "\n", "# only a comment\n", "---\n"] {
+            assert_eq!(parse(text).unwrap().value, Value::Null, "{text:?}");
+        }
     }
 }
