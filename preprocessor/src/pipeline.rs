@@ -37,8 +37,6 @@ pub struct BookChecker<'r> {
     /// The book's diagnostics index, from the book's root (`diagnostics/index.html`), if any:
     /// codes in error boxes link to it.
     diagnostics_index: Option<String>,
-    /// The way up from the chapter being checked to the book's root (`../`).
-    page_prefix: String,
     /// The whole book's contracts, read before the first chapter: worked examples price the
     /// planner's Contiguize step from its own contract, whatever chapter holds it (`None`: no
     /// priced plan is shown).
@@ -82,6 +80,17 @@ impl ChapterWork {
 }
 
 /// What one fence turned into.
+/// What the gate found on one fence: the evidence of what ran, and its diagnostics.
+type Findings = (Evidence, Vec<Diagnostic>);
+
+/// Where a fence is rendered: its chapter's file, the fence, and the way up from the page to
+/// the book's root (`../`).
+struct Page<'a> {
+    prefix: &'a str,
+    source: &'a Arc<SourceFile>,
+    fence: &'a Fence,
+}
+
 struct FenceOutcome {
     html: String,
     diagnostics: Vec<Diagnostic>,
@@ -117,7 +126,6 @@ impl<'r> BookChecker<'r> {
             deny_unverified: false,
             calibration: None,
             diagnostics_index: None,
-            page_prefix: String::new(),
             book_contracts: None,
             cache: None,
             jobs: default_jobs(),
@@ -148,11 +156,11 @@ impl<'r> BookChecker<'r> {
         self
     }
 
-    /// Where codes link from this chapter's page ("" for no links).
-    fn index_href(&self) -> String {
+    /// Where codes link from a page `prefix` below the book's root ("" for no links).
+    fn index_href(&self, prefix: &str) -> String {
         self.diagnostics_index
             .as_ref()
-            .map_or_else(String::new, |page| format!("{}{page}", self.page_prefix))
+            .map_or_else(String::new, |page| format!("{prefix}{page}"))
     }
 
     /// A checker that renders nothing: reports carry diagnostics and contracts, no content.
@@ -191,8 +199,7 @@ impl<'r> BookChecker<'r> {
 
     /// Processes one chapter. `path` is how the author knows the file (e.g. `book/ch1.md`).
     pub fn chapter(&mut self, path: &str, content: &str) -> Result<ChapterReport, RenderError> {
-        let prefix = self.page_prefix.clone();
-        self.chapter_at(path, content, &prefix)
+        self.chapter_at(path, content, "")
     }
 
     /// [`BookChecker::chapter`] for a chapter whose page is `prefix` below the book's root
@@ -221,13 +228,31 @@ impl<'r> BookChecker<'r> {
             .map(|(path, content, prefix)| self.begin(path, content, prefix))
             .collect();
         let present: Vec<&ChapterWork> = works.iter().flatten().collect();
-        let mut gated = self.gate(&present).into_iter();
+        let gated = self.gate(&present);
+        // Every fence is rendered at once too (each depends only on its own findings).
+        let fences: Vec<(&ChapterWork, &Prepared, Findings)> = present
+            .iter()
+            .zip(gated)
+            .flat_map(|(work, found)| {
+                let found = found
+                    .into_iter()
+                    .chain(std::iter::repeat_with(Default::default));
+                work.prepared
+                    .iter()
+                    .zip(found)
+                    .map(move |(p, f)| (*work, p, f))
+            })
+            .collect();
+        let rendered = parallel_map(&fences, self.jobs, |(work, prepared, found)| {
+            self.finish(&work.prefix, &work.source, prepared, found)
+        });
+        let mut rendered = rendered.into_iter();
         works
             .into_iter()
             .map(|work| match work {
                 Some(work) => {
-                    let found = gated.next().unwrap_or_default();
-                    self.end(work, found)
+                    let outcomes = rendered.by_ref().take(work.prepared.len()).collect();
+                    self.end(work, outcomes)
                 }
                 None => Ok(ChapterReport::default()),
             })
@@ -300,11 +325,10 @@ impl<'r> BookChecker<'r> {
 
     /// Renders a chapter once the gate has run on its contracts.
     fn end(
-        &mut self,
+        &self,
         work: ChapterWork,
-        gated: Vec<(Evidence, Vec<Diagnostic>)>,
+        outcomes: Vec<Result<FenceOutcome, RenderError>>,
     ) -> Result<ChapterReport, RenderError> {
-        self.page_prefix.clone_from(&work.prefix);
         let ChapterWork {
             source,
             front_block,
@@ -316,13 +340,11 @@ impl<'r> BookChecker<'r> {
         let content = source.text.as_str();
         let first_fence = prepared.first().map(|p| p.fence.block.start);
         let mut fence_html = Vec::new();
-        let mut gated = gated.into_iter();
-        for prepared in prepared {
-            let block = prepared.fence.block.clone();
-            let outcome = self.finish(&source, prepared, gated.next().unwrap_or_default())?;
+        for (prepared, outcome) in prepared.iter().zip(outcomes) {
+            let outcome = outcome?;
             report.diagnostics.extend(outcome.diagnostics);
             report.contracts.extend(outcome.summary);
-            fence_html.push((block, outcome.html));
+            fence_html.push((prepared.fence.block.clone(), outcome.html));
         }
         let mut prelude = self.html(Renderer::style)?;
         let failing: Vec<&ContractSummary> =
@@ -432,7 +454,7 @@ impl<'r> BookChecker<'r> {
     /// from the cache when nothing it depends on changed since it last ran, otherwise on up to
     /// `jobs` threads across all the chapters (each contract's result depends only on the
     /// contract, never on the thread count). One list of results per chapter, one per fence.
-    fn gate(&self, works: &[&ChapterWork]) -> Vec<Vec<(Evidence, Vec<Diagnostic>)>> {
+    fn gate(&self, works: &[&ChapterWork]) -> Vec<Vec<Findings>> {
         let jobs: Vec<(usize, usize)> = works
             .iter()
             .enumerate()
@@ -509,50 +531,54 @@ impl<'r> BookChecker<'r> {
     }
 
     /// What a prepared fence turns into, once the gate has run on it.
+    /// A fence's HTML and findings, on a page `prefix` below the book's root.
     fn finish(
         &self,
+        prefix: &str,
         source: &Arc<SourceFile>,
-        prepared: Prepared,
-        (evidence, found): (Evidence, Vec<Diagnostic>),
+        prepared: &Prepared,
+        (evidence, found): &Findings,
     ) -> Result<FenceOutcome, RenderError> {
         let Prepared {
             fence,
             raw,
             resolved,
-            mut diagnostics,
+            diagnostics,
             ..
         } = prepared;
-        diagnostics.extend(found);
+        let mut diagnostics: Vec<Diagnostic> = diagnostics.iter().chain(found).cloned().collect();
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
-        let fence = &fence;
+        let page = Page {
+            prefix,
+            source,
+            fence,
+        };
         match fence.attributes.should_fail.as_deref() {
-            Some(codes) => self.expected_failure(source, fence, codes, diagnostics),
-            None if has_errors(&diagnostics) => {
-                self.failure(source, fence, raw.as_ref(), diagnostics)
-            }
+            Some(codes) => self.expected_failure(&page, codes, diagnostics),
+            None if has_errors(&diagnostics) => self.failure(&page, raw.as_ref(), diagnostics),
             None => match (raw, resolved) {
                 (Some(raw), Some(resolved)) => {
-                    self.success(source, fence, &raw, &resolved, &evidence, diagnostics)
+                    self.success(&page, raw, resolved, evidence, diagnostics)
                 }
-                (raw, _) => self.failure(source, fence, raw.as_ref(), diagnostics),
+                (raw, _) => self.failure(&page, raw.as_ref(), diagnostics),
             },
         }
     }
 
     fn success(
         &self,
-        source: &Arc<SourceFile>,
-        fence: &Fence,
+        page: &Page<'_>,
         raw: &RawContract,
         resolved: &resolve::Resolved,
         evidence: &Evidence,
         diagnostics: Vec<Diagnostic>,
     ) -> Result<FenceOutcome, RenderError> {
+        let (source, fence) = (page.source, page.fence);
         let at = source.line_col(fence.block.start);
         let mut view = contract_view(raw, &fence.body, format!("{}:{}", source.path, at.line));
         decorate(&mut view, resolved, evidence, &diagnostics);
         let (worked, book) = (evidence.worked.as_ref(), self.book_contracts.as_deref());
-        crate::render::plan::attach(&mut view, raw, worked, book, &self.page_prefix);
+        crate::render::plan::attach(&mut view, raw, worked, book, page.prefix);
         view.verified_with = format!(
             "mdbook-fkc {}, seed {:#x}, {} samples",
             env!("CARGO_PKG_VERSION"),
@@ -611,11 +637,11 @@ impl<'r> BookChecker<'r> {
     /// can link to it), and — when its kernel name could be read — a failing summary.
     fn failure(
         &self,
-        source: &Arc<SourceFile>,
-        fence: &Fence,
+        page: &Page<'_>,
         raw: Option<&RawContract>,
         diagnostics: Vec<Diagnostic>,
     ) -> Result<FenceOutcome, RenderError> {
+        let (source, fence) = (page.source, page.fence);
         let shown: Vec<Diagnostic> = diagnostics
             .iter()
             .filter(|d| d.is_error())
@@ -641,7 +667,7 @@ impl<'r> BookChecker<'r> {
             evidence: Vec::new(),
             link: String::new(),
         });
-        let href = self.index_href();
+        let href = self.index_href(page.prefix);
         let mut html =
             self.html(|r| r.diagnostics_linked(&text, None, Some(&fence.body), &href))?;
         if let Some(summary) = &summary
@@ -660,12 +686,12 @@ impl<'r> BookChecker<'r> {
     /// A `should_fail` fence passes when its error codes are exactly the expected ones.
     fn expected_failure(
         &self,
-        source: &Arc<SourceFile>,
-        fence: &Fence,
+        page: &Page<'_>,
         expected: &[String],
         diagnostics: Vec<Diagnostic>,
     ) -> Result<FenceOutcome, RenderError> {
-        let href = self.index_href();
+        let (source, fence) = (page.source, page.fence);
+        let href = self.index_href(page.prefix);
         let errors: Vec<Diagnostic> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
         let actual: BTreeSet<&str> = errors.iter().map(|d| d.code.as_str()).collect();
         let wanted: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
