@@ -41,6 +41,8 @@ pub struct BookChecker<'r> {
     /// planner's Contiguize step from its own contract, whatever chapter holds it (`None`: no
     /// priced plan is shown).
     book_contracts: Option<Arc<crate::render::plan::BookContracts>>,
+    /// The same, still being read on another thread ([`BookChecker::price_with_pending`]).
+    pending_contracts: Option<std::thread::JoinHandle<crate::render::plan::BookContracts>>,
     /// Where the gate's findings are kept (`None`: every contract is verified afresh).
     cache: Option<Cache>,
     /// Contracts verified at once (threads).
@@ -127,6 +129,7 @@ impl<'r> BookChecker<'r> {
             calibration: None,
             diagnostics_index: None,
             book_contracts: None,
+            pending_contracts: None,
             cache: None,
             jobs: default_jobs(),
         }
@@ -191,6 +194,26 @@ impl<'r> BookChecker<'r> {
         self
     }
 
+    /// [`BookChecker::price_with`] the contracts `reading` is reading on another thread: it is
+    /// waited for only when the first page is rendered, so reading overlaps the checking.
+    pub fn price_with_pending(
+        mut self,
+        reading: std::thread::JoinHandle<crate::render::plan::BookContracts>,
+    ) -> Self {
+        self.pending_contracts = Some(reading);
+        self
+    }
+
+    /// Waits for the book's contracts being read on another thread, if they are.
+    fn await_book_contracts(&mut self) {
+        if let Some(reading) = self.pending_contracts.take() {
+            let contracts = reading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            self.book_contracts = Some(Arc::new(contracts));
+        }
+    }
+
     /// Makes every unverified contract an error (FKC0005).
     pub fn deny_unverified(mut self, deny: bool) -> Self {
         self.deny_unverified = deny;
@@ -229,6 +252,7 @@ impl<'r> BookChecker<'r> {
             .collect();
         let present: Vec<&ChapterWork> = works.iter().flatten().collect();
         let gated = self.gate(&present);
+        self.await_book_contracts();
         // Every fence is rendered at once too (each depends only on its own findings).
         let fences: Vec<(&ChapterWork, &Prepared, Findings)> = present
             .iter()
@@ -306,7 +330,7 @@ impl<'r> BookChecker<'r> {
             }
             prepared.push(self.prepare(
                 &source,
-                fence,
+                (fence, read_fence(&source, fence)),
                 front.as_ref(),
                 provider.as_deref(),
                 context,
@@ -391,19 +415,13 @@ impl<'r> BookChecker<'r> {
     fn prepare(
         &mut self,
         source: &Arc<SourceFile>,
-        fence: &Fence,
+        (fence, (raw, found)): (&Fence, ReadFence),
         front: Option<&FrontMatter>,
         provider: Option<&Provider>,
         inherited: Vec<Diagnostic>,
     ) -> Prepared {
         let mut diagnostics = inherited;
         diagnostics.extend(attribute_errors(source, fence));
-        let (raw, found) = read_block(
-            source,
-            &fence.body,
-            &|offset| fence.file_offset(offset),
-            read_contract,
-        );
         diagnostics.extend(found);
         let expected = fence.attributes.should_fail.as_deref();
         let unverified = fence.attributes.unverified;
@@ -770,7 +788,7 @@ impl BookChecker<'_> {
             .and_then(|front| crate::import::check_provider(&source, front, &mut self.providers).0);
         let prepared = self.prepare(
             &source,
-            fence,
+            (fence, read_fence(&source, fence)),
             front.as_ref(),
             provider.as_deref(),
             diagnostics,
@@ -800,6 +818,18 @@ impl BookChecker<'_> {
 /// The threads the machine offers.
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// A fence's contract as read (YAML and fields, nothing resolved), with the problems found.
+type ReadFence = (Option<RawContract>, Vec<Diagnostic>);
+
+fn read_fence(source: &Arc<SourceFile>, fence: &Fence) -> ReadFence {
+    read_block(
+        source,
+        &fence.body,
+        &|offset| fence.file_offset(offset),
+        read_contract,
+    )
 }
 
 /// `work` on every item, on up to `threads` scoped threads, results in the items' order.

@@ -15,7 +15,6 @@ use mdbook_preprocessor::config::Config;
 use mdbook_preprocessor::errors::{Error, Result};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 use std::path::Path;
-use std::sync::Arc;
 
 /// The preprocessor's name in book.toml: `[preprocessor.fkc]`.
 pub const NAME: &str = "fkc";
@@ -112,7 +111,7 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
         .with_jobs(options.jobs)
         .with_calibration(crate::judge::calibration::beside(root))
         .link_codes_to(diagnostics_index(book))
-        .price_with(Arc::new(book_contracts(book, &config.book.src)));
+        .price_with_pending(read_book_contracts(book, &config.book.src));
     let outcome = run_chapters(&mut checker, options.on_failure, config, book)?;
     insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;
     Ok(outcome)
@@ -169,21 +168,27 @@ pub fn reproduce(
     checker.reproduce(file, &chapter.content, line, request)
 }
 
-/// Every contract of the book, read (not run) in a first pass over all chapters, so that a
-/// page can price a step with a contract from another chapter. Checking needs no such pass:
-/// `mdbook-fkc check` still works chapter by chapter.
-fn book_contracts(book: &Book, source_dir: &Path) -> BookContracts {
-    let mut contracts = BookContracts::default();
+/// Every contract of the book, read (not run) on another thread while the chapters are checked,
+/// so that a page can price a step with a contract from another chapter. Checking needs no such
+/// pass: `mdbook-fkc check` still works chapter by chapter.
+fn read_book_contracts(book: &Book, source_dir: &Path) -> std::thread::JoinHandle<BookContracts> {
+    let mut chapters: Vec<(String, String, String)> = Vec::new();
     for item in book.iter() {
         if let BookItem::Chapter(chapter) = item
             && let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref())
         {
             let file = source_dir.join(path).display().to_string();
             let page = chapter.path.as_ref().unwrap_or(path).with_extension("html");
-            contracts.add_chapter(&file, &page.display().to_string(), &chapter.content);
+            chapters.push((file, page.display().to_string(), chapter.content.clone()));
         }
     }
-    contracts
+    std::thread::spawn(move || {
+        let mut contracts = BookContracts::default();
+        for (file, page, content) in &chapters {
+            contracts.add_chapter(file, page, content);
+        }
+        contracts
+    })
 }
 
 /// The page of the book's diagnostics index (`diagnostics/index.md`), if it has one.

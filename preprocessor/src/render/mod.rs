@@ -11,6 +11,8 @@ pub mod view;
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
 use tera::{Context, Tera};
 use view::{ContractView, ProviderView};
 
@@ -52,7 +54,7 @@ const TEMPLATES: &[(&str, &str)] = &[
 ];
 
 /// A template problem (only possible with user-supplied templates).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RenderError(pub String);
 
 impl std::fmt::Display for RenderError {
@@ -66,7 +68,24 @@ impl std::error::Error for RenderError {}
 /// The page renderer.
 #[derive(Debug)]
 pub struct Renderer {
-    tera: Tera,
+    /// The compiled templates. The built-in ones are compiled on another thread from
+    /// [`Renderer::new`] on (a few milliseconds that overlap reading and checking the book) and
+    /// waited for at the first render; a book's own templates are compiled in `new`, so their
+    /// errors show before anything is checked.
+    tera: OnceLock<Result<Tera, RenderError>>,
+    compiling: Mutex<Option<JoinHandle<Result<Tera, RenderError>>>>,
+}
+
+/// The templates, compiled with the filters they use.
+fn compile(templates: Vec<(String, String)>) -> Result<Tera, RenderError> {
+    let mut tera = Tera::default();
+    tera.autoescape_on(vec![".html"]);
+    tera.register_filter("linebreaks_as_entities", linebreaks_as_entities);
+    tera.register_filter("code_spans", code_spans);
+    tera.register_filter("code_links", code_links);
+    tera.add_raw_templates(templates)
+        .map_err(|error| RenderError(describe_tera_error(&error)))?;
+    Ok(tera)
 }
 
 impl Renderer {
@@ -76,29 +95,43 @@ impl Renderer {
             .iter()
             .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()))
             .collect();
-        if let Some(dir) = override_dir {
-            for (name, text) in &mut templates {
-                let path = dir.join(format!("{name}.tera"));
-                if path.is_file() {
-                    *text = std::fs::read_to_string(&path).map_err(|error| {
-                        RenderError(format!("cannot read template {}: {error}", path.display()))
-                    })?;
-                }
+        let Some(dir) = override_dir else {
+            return Ok(Renderer {
+                tera: OnceLock::new(),
+                compiling: Mutex::new(Some(std::thread::spawn(|| compile(templates)))),
+            });
+        };
+        for (name, text) in &mut templates {
+            let path = dir.join(format!("{name}.tera"));
+            if path.is_file() {
+                *text = std::fs::read_to_string(&path).map_err(|error| {
+                    RenderError(format!("cannot read template {}: {error}", path.display()))
+                })?;
             }
         }
-        let mut tera = Tera::default();
-        tera.autoescape_on(vec![".html"]);
-        tera.register_filter("linebreaks_as_entities", linebreaks_as_entities);
-        tera.register_filter("code_spans", code_spans);
-        tera.register_filter("code_links", code_links);
-        tera.add_raw_templates(templates)
-            .map_err(|error| RenderError(describe_tera_error(&error)))?;
-        Ok(Renderer { tera })
+        Ok(Renderer {
+            tera: OnceLock::from(Ok(compile(templates)?)),
+            compiling: Mutex::new(None),
+        })
+    }
+
+    /// The compiled templates, waiting for their compilation if it is still running.
+    fn tera(&self) -> Result<&Tera, RenderError> {
+        let compiled = self.tera.get_or_init(|| {
+            let compiling = self.compiling.lock().ok().and_then(|mut slot| slot.take());
+            match compiling {
+                Some(thread) => thread
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => Err(RenderError("the templates were not compiled".to_owned())),
+            }
+        });
+        compiled.as_ref().map_err(Clone::clone)
     }
 
     fn render(&self, template: &str, context: &Context) -> Result<String, RenderError> {
         let html = self
-            .tera
+            .tera()?
             .render(template, context)
             .map_err(|error| RenderError(describe_tera_error(&error)))?;
         Ok(shape_for_markdown(&html))

@@ -455,21 +455,21 @@ impl Domain<'_> {
             Value::Int(i64::try_from(dtype.size_bytes()).unwrap_or(0)),
         );
         for (name, dims, _) in &sample.inputs {
-            bindings.insert(name.clone(), Value::operand(dims));
+            bindings.insert(name.as_str(), Value::operand(dims));
         }
         for (name, param) in &sample.params {
-            bindings.insert(name.clone(), param.value());
+            bindings.insert(name.as_str(), param.value());
         }
         for field in self.raw.op_params.iter().flat_map(|p| &p.fields) {
             if let Some(of) = self.shape_of(&field.name.value)
                 && let Some(dims) = sample.dims(of)
             {
-                bindings.insert(field.name.value.clone(), Value::ints(dims));
+                bindings.insert(field.name.value.as_str(), Value::ints(dims));
             }
         }
         for (name, definition) in &self.contract.predicates {
             if let Ok(value) = expr::eval(definition, &bindings) {
-                bindings.insert(name.clone(), value);
+                bindings.insert(name.as_str(), value);
             }
         }
         bindings
@@ -497,10 +497,10 @@ impl Domain<'_> {
     /// Adds the outputs (and the fields that carry their shape) to the bindings.
     pub fn bind_outputs(&self, bindings: &mut Bindings, outputs: &[Vec<i64>]) {
         for (output, dims) in self.contract.outputs.iter().zip(outputs) {
-            bindings.insert(output.name.clone(), Value::operand(dims));
+            bindings.insert(output.name.as_str(), Value::operand(dims));
             for field in self.raw.op_params.iter().flat_map(|p| &p.fields) {
                 if self.shape_of(&field.name.value) == Some(output.name.as_str()) {
-                    bindings.insert(field.name.value.clone(), Value::ints(dims));
+                    bindings.insert(field.name.value.as_str(), Value::ints(dims));
                 }
             }
         }
