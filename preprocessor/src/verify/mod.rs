@@ -289,6 +289,11 @@ mod tests {
             params: MAX_POOL2D_FIELDS,
             call,
         }]));
+        in_process(entry_points)
+    }
+
+    /// A provider, in process, serving `entry_points` from a registry named `synthetic`.
+    pub(super) fn in_process(entry_points: &'static [KernelRef]) -> Provider {
         Provider::in_process(Box::leak(Box::new(Registry {
             name: "synthetic",
             path: "synthetic::REGISTRY",

@@ -206,7 +206,7 @@ mod tests {
     use crate::verify::{VerifyOptions, verify};
     use fkc_provider::{
         AnyTensor, KernelErrorKind, KernelRef, Operand, OperandDesc, ParamValue, ParamValues,
-        Registry, Rejection,
+        Rejection,
     };
     use fuel_reference_backend::fkc::{MAX_POOL2D_FIELDS, MAX_POOL2D_INPUTS};
 
@@ -286,16 +286,7 @@ mod tests {
 
     /// An in-process provider serving `entries`.
     fn provider(entries: Vec<KernelRef>) -> Provider {
-        Provider::in_process(Box::leak(Box::new(Registry {
-            name: "synthetic",
-            path: "synthetic::REGISTRY",
-            crate_name: "synthetic",
-            revision: "0",
-            op_kinds: &[],
-            variants: &[],
-            entry_points: Box::leak(entries.into_boxed_slice()),
-            executor: None,
-        })))
+        crate::verify::tests::in_process(Box::leak(entries.into_boxed_slice()))
     }
 
     /// Runs `run` on `text` read and resolved, with the import of its declared `dtypes`.
