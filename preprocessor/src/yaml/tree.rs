@@ -142,6 +142,27 @@ impl<'a> Builder<'_, 'a> {
         }
     }
 
+    /// A node's properties: its text (`text_bytes`) and tag counted against the scalar budget,
+    /// its anchor defined, its tag checked against the kind of node; the tag's kind.
+    fn properties(
+        &mut self,
+        node: NodeKind,
+        text_bytes: usize,
+        anchor: usize,
+        tag: Option<&Tag>,
+        at: usize,
+    ) -> Result<TagKind, YamlError> {
+        let tag_bytes = tag.map_or(0, tag_len);
+        self.counted(|counts| counts.scalar_bytes(text_bytes + tag_bytes), at)?;
+        self.define_anchor(anchor, at)?;
+        let kind = tag.map_or(TagKind::None, TagKind::of);
+        if let Some(tag) = tag {
+            kind.check_node(node, tag)
+                .map_err(|message| self.syntax(message, at))?;
+        }
+        Ok(kind)
+    }
+
     fn scalar(
         &mut self,
         text: Cow<'a, str>,
@@ -152,14 +173,7 @@ impl<'a> Builder<'_, 'a> {
     ) -> Result<(), YamlError> {
         let at = span.start;
         self.counted(Counts::node, at)?;
-        let tag_bytes = tag.as_deref().map_or(0, tag_len);
-        self.counted(|counts| counts.scalar_bytes(text.len() + tag_bytes), at)?;
-        self.define_anchor(anchor, at)?;
-        let kind = tag.as_deref().map_or(TagKind::None, TagKind::of);
-        if let Some(tag) = tag.as_deref() {
-            kind.check_node(NodeKind::Scalar, tag)
-                .map_err(|message| self.syntax(message, at))?;
-        }
+        let kind = self.properties(NodeKind::Scalar, text.len(), anchor, tag.as_deref(), at)?;
         let plain = style == ScalarStyle::Plain;
         let shadow = (anchor != 0 || self.needs_shadow()).then(|| Shadow {
             start: at,
@@ -207,14 +221,7 @@ impl<'a> Builder<'_, 'a> {
         if depth > MAX_DEPTH {
             return Err(self.breach(Breach::Depth { depth }, at));
         }
-        let tag_bytes = tag.as_deref().map_or(0, tag_len);
-        self.counted(|counts| counts.scalar_bytes(tag_bytes), at)?;
-        self.define_anchor(anchor, at)?;
-        let kind = tag.as_deref().map_or(TagKind::None, TagKind::of);
-        if let Some(tag) = tag.as_deref() {
-            kind.check_node(node, tag)
-                .map_err(|message| self.syntax(message, at))?;
-        }
+        let kind = self.properties(node, 0, anchor, tag.as_deref(), at)?;
         let shadowed = anchor != 0 || self.needs_shadow();
         let key_tag = if shadowed {
             let custom = tag
