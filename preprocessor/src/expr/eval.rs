@@ -71,6 +71,23 @@ impl Bindings {
         self
     }
 
+    /// Binds `name` in `slot` of the frame (found once with [`Slots::slot`] on the frame's
+    /// table), without searching the table: when the frame has no such slot or another name
+    /// holds it, this is [`Bindings::insert`].
+    pub fn insert_at(&mut self, slot: Option<usize>, name: &str, value: Value) -> &mut Bindings {
+        let cell = slot.and_then(|slot| {
+            let (slots, frame) = self.frame.as_mut()?;
+            (slots.name(slot)? == name).then(|| frame.get_mut(slot))?
+        });
+        match cell {
+            Some(cell) => *cell = Some(value),
+            None => {
+                self.insert(name, value);
+            }
+        }
+        self
+    }
+
     fn frame_cell(&mut self, name: &str) -> Option<&mut Option<Value>> {
         let (slots, frame) = self.frame.as_mut()?;
         frame.get_mut(slots.slot(name)?)

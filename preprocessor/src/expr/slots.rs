@@ -109,4 +109,23 @@ mod tests {
         }
         assert_eq!(framed.names(), vec!["extra", "groups", "x"]);
     }
+
+    #[test]
+    fn a_value_bound_at_a_slot_lands_in_the_frame_only_when_the_slot_holds_its_name() {
+        let slots = Slots::new(["groups", "x"]);
+        let mut expr = parse("x + groups").unwrap();
+        slots.resolve(&mut expr);
+        let mut bindings = Bindings::framed(&slots);
+        bindings
+            .insert_at(slots.slot("x"), "x", Value::Int(2))
+            // A slot that holds another name, and no slot at all: bound by name instead.
+            .insert_at(slots.slot("x"), "groups", Value::Int(3))
+            .insert_at(None, "extra", Value::Int(4));
+        assert_eq!(bindings.get("x"), Some(&Value::Int(2)));
+        assert_eq!(eval(&expr, &bindings).unwrap(), Value::Int(5));
+        assert_eq!(bindings.names(), vec!["extra", "groups", "x"]);
+        let mut unframed = Bindings::new();
+        unframed.insert_at(Some(0), "groups", Value::Int(7));
+        assert_eq!(unframed.get("groups"), Some(&Value::Int(7)));
+    }
 }

@@ -203,11 +203,7 @@ fn judge_contract(
     if !has("flops") || !has("bytes_moved") {
         return None;
     }
-    let domain = Domain {
-        raw,
-        contract: &resolved.contract,
-        kernel_params: &info.params,
-    };
+    let domain = Domain::new(raw, &resolved.contract, &info.params);
     let rungs = best_ladder(&domain, dtype, seed);
     let by_bytes = rungs.iter().all(|r| r.flops == 0.0);
     let kernel = Kernel { info, provider };

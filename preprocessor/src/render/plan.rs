@@ -165,11 +165,7 @@ fn contiguize_cost<'b>(
             dtype.name()
         )
     })?;
-    let domain = Domain {
-        raw: &found.raw,
-        contract: &found.contract,
-        kernel_params: &[],
-    };
+    let domain = Domain::new(&found.raw, &found.contract, &[]);
     let sample = Sample {
         inputs: found
             .raw

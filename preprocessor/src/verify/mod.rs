@@ -200,11 +200,7 @@ impl<'a> Gate<'a> {
         Gate {
             raw,
             source,
-            domain: Domain {
-                raw,
-                contract,
-                kernel_params: &first_kernel.info.params,
-            },
+            domain: Domain::new(raw, contract, &first_kernel.info.params),
             diagnostics: Vec::new(),
             evidence: Evidence::default(),
             seed,
@@ -326,11 +322,7 @@ mod tests {
         let mut gate = Gate {
             raw: &raw,
             source: &source,
-            domain: Domain {
-                raw: &raw,
-                contract: &contract,
-                kernel_params: &kernel.info.params,
-            },
+            domain: Domain::new(&raw, &contract, &kernel.info.params),
             diagnostics: Vec::new(),
             evidence: Evidence::default(),
             seed: 1,

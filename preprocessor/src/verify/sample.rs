@@ -395,22 +395,93 @@ pub enum Verdict {
 }
 
 /// The sampling context of one contract.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Domain<'a> {
     pub raw: &'a RawContract,
     pub contract: &'a Contract,
-    /// The kernel's parameter descriptions (which fields carry which operand's shape).
-    pub kernel_params: &'a [FieldInfo],
+    /// How a sample is bound, from the kernel's parameter descriptions (which fields carry
+    /// which operand's shape).
+    layout: Layout<'a>,
+}
+
+/// Where a sample's values are bound, worked out once per domain: each name's slot in the
+/// contract's frame (so no name is searched per sample), the op-param fields drawn and their
+/// kinds, and the fields that carry an operand's shape.
+#[derive(Debug, Clone)]
+struct Layout<'a> {
+    dtype_bytes: Option<usize>,
+    /// Each declared input's slot, in contract order (the order drawn samples list them).
+    inputs: Vec<Option<usize>>,
+    /// Each drawn op-param field: (name, kind, slot), in contract order.
+    drawn: Vec<(&'a str, ParamKind, Option<usize>)>,
+    /// Each field that carries an operand's shape: (field name, slot, operand name).
+    shaped: Vec<(&'a str, Option<usize>, &'a str)>,
+    /// Each predicate's slot, as the contract lists them.
+    predicates: Vec<Option<usize>>,
+    /// Each output's slot, as the contract lists them.
+    outputs: Vec<Option<usize>>,
+}
+
+impl<'a> Layout<'a> {
+    fn of(raw: &'a RawContract, contract: &Contract, kernel_params: &'a [FieldInfo]) -> Self {
+        let slots = &contract.slots;
+        let shape_of = |field: &str| {
+            kernel_params
+                .iter()
+                .find(|f| f.name == field)
+                .and_then(|f| f.shape_of.as_deref())
+        };
+        let fields = || raw.op_params.iter().flat_map(|p| &p.fields);
+        Layout {
+            dtype_bytes: slots.slot("dtype_bytes"),
+            inputs: raw
+                .inputs
+                .iter()
+                .map(|i| slots.slot(&i.name.value))
+                .collect(),
+            drawn: fields()
+                .filter(|field| shape_of(&field.name.value).is_none())
+                .filter_map(|field| {
+                    let name = field.name.value.as_str();
+                    Some((name, ParamKind::parse(&field.kind.value)?, slots.slot(name)))
+                })
+                .collect(),
+            shaped: fields()
+                .filter_map(|field| {
+                    let name = field.name.value.as_str();
+                    Some((name, slots.slot(name), shape_of(name)?))
+                })
+                .collect(),
+            predicates: contract
+                .predicates
+                .iter()
+                .map(|(n, _)| slots.slot(n))
+                .collect(),
+            outputs: contract
+                .outputs
+                .iter()
+                .map(|o| slots.slot(&o.name))
+                .collect(),
+        }
+    }
+}
+
+impl<'a> Domain<'a> {
+    /// The domain of `contract`, sampled with the parameter descriptions of one of its kernels.
+    pub fn new(
+        raw: &'a RawContract,
+        contract: &'a Contract,
+        kernel_params: &'a [FieldInfo],
+    ) -> Self {
+        Domain {
+            raw,
+            contract,
+            layout: Layout::of(raw, contract, kernel_params),
+        }
+    }
 }
 
 impl Domain<'_> {
-    fn shape_of(&self, field: &str) -> Option<&str> {
-        self.kernel_params
-            .iter()
-            .find(|f| f.name == field)
-            .and_then(|f| f.shape_of.as_deref())
-    }
-
     /// Draws one candidate.
     pub fn draw(&self, rng: &mut Rng) -> Sample {
         let inputs = self
@@ -430,18 +501,16 @@ impl Domain<'_> {
             })
             .collect();
         let params = self
-            .raw
-            .op_params
+            .layout
+            .drawn
             .iter()
-            .flat_map(|p| &p.fields)
-            .filter(|field| self.shape_of(&field.name.value).is_none())
-            .filter_map(|field| {
-                let param = match ParamKind::parse(&field.kind.value)? {
+            .map(|&(name, kind, _)| {
+                let param = match kind {
                     ParamKind::Usize => Param::Int(small(rng)),
                     ParamKind::UsizePair => Param::Ints(vec![small(rng), small(rng)]),
                     ParamKind::UsizeArray4 => Param::Ints((0..4).map(|_| small(rng)).collect()),
                 };
-                Some((field.name.value.clone(), param))
+                (name.to_owned(), param)
             })
             .collect();
         Sample { inputs, params }
@@ -449,27 +518,28 @@ impl Domain<'_> {
 
     /// Bindings for evaluating the contract's expressions on a sample (outputs excluded).
     pub fn bindings(&self, sample: &Sample, dtype: DType) -> Bindings {
+        let layout = &self.layout;
         let mut bindings = Bindings::framed(&self.contract.slots);
-        bindings.insert(
-            "dtype_bytes",
-            Value::Int(i64::try_from(dtype.size_bytes()).unwrap_or(0)),
-        );
-        for (name, dims, _) in &sample.inputs {
-            bindings.insert(name.as_str(), Value::operand(dims));
+        let bytes = Value::Int(i64::try_from(dtype.size_bytes()).unwrap_or(0));
+        bindings.insert_at(layout.dtype_bytes, "dtype_bytes", bytes);
+        // A sample lists its inputs and parameters in contract order unless it was written by
+        // hand (`repro`); `insert_at` checks the slot's name, so either way each lands right.
+        for (index, (name, dims, _)) in sample.inputs.iter().enumerate() {
+            let slot = layout.inputs.get(index).copied().flatten();
+            bindings.insert_at(slot, name, Value::operand(dims));
         }
-        for (name, param) in &sample.params {
-            bindings.insert(name.as_str(), param.value());
+        for (index, (name, param)) in sample.params.iter().enumerate() {
+            let slot = layout.drawn.get(index).and_then(|(_, _, slot)| *slot);
+            bindings.insert_at(slot, name, param.value());
         }
-        for field in self.raw.op_params.iter().flat_map(|p| &p.fields) {
-            if let Some(of) = self.shape_of(&field.name.value)
-                && let Some(dims) = sample.dims(of)
-            {
-                bindings.insert(field.name.value.as_str(), Value::ints(dims));
+        for &(field, slot, of) in &layout.shaped {
+            if let Some(dims) = sample.dims(of) {
+                bindings.insert_at(slot, field, Value::ints(dims));
             }
         }
-        for (name, definition) in &self.contract.predicates {
+        for ((name, definition), slot) in self.contract.predicates.iter().zip(&layout.predicates) {
             if let Ok(value) = expr::eval(definition, &bindings) {
-                bindings.insert(name.as_str(), value);
+                bindings.insert_at(*slot, name, value);
             }
         }
         bindings
@@ -484,9 +554,10 @@ impl Domain<'_> {
                 let dims = match output.shape.as_ref()? {
                     ShapeRule::Conv2d => geometry::conv2d(sample)?,
                     ShapeRule::ConvTranspose2d => geometry::conv_transpose2d(sample)?,
+                    // Stops at the first dimension that is undefined or below 1.
                     ShapeRule::FromParams(dims) => dims
                         .iter()
-                        .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int())
+                        .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int().filter(|d| *d >= 1))
                         .collect::<Option<Vec<i64>>>()?,
                 };
                 dims.iter().all(|d| *d >= 1).then_some(dims)
@@ -496,11 +567,12 @@ impl Domain<'_> {
 
     /// Adds the outputs (and the fields that carry their shape) to the bindings.
     pub fn bind_outputs(&self, bindings: &mut Bindings, outputs: &[Vec<i64>]) {
-        for (output, dims) in self.contract.outputs.iter().zip(outputs) {
-            bindings.insert(output.name.as_str(), Value::operand(dims));
-            for field in self.raw.op_params.iter().flat_map(|p| &p.fields) {
-                if self.shape_of(&field.name.value) == Some(output.name.as_str()) {
-                    bindings.insert(field.name.value.as_str(), Value::ints(dims));
+        let slots = self.layout.outputs.iter();
+        for ((output, dims), slot) in self.contract.outputs.iter().zip(outputs).zip(slots) {
+            bindings.insert_at(*slot, &output.name, Value::operand(dims));
+            for &(field, slot, of) in &self.layout.shaped {
+                if of == output.name {
+                    bindings.insert_at(slot, field, Value::ints(dims));
                 }
             }
         }

@@ -247,7 +247,7 @@ impl<'a> Gate<'a> {
         }
         let code = first.code;
         let mut report = self.diagnostics.split_off(before);
-        let domain = Domain { ..self.domain };
+        let domain = self.domain.clone();
         let small = shrink(
             &domain,
             sample,
