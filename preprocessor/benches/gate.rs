@@ -10,7 +10,7 @@
 use fkc_provider::{KernelRef, Registry};
 use fuel_reference_backend::fkc::ENTRY_POINTS;
 use mdbook_fkc::cache::Cache;
-use mdbook_fkc::{Checker, Providers, VerifyOptions};
+use mdbook_fkc::{ChapterInput, Checker, Providers, VerifyOptions};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -68,10 +68,7 @@ fn check_generated(chapters: &[(String, String)], cache: Option<Cache>) -> Durat
     providers.link(bench_registry());
     let mut checker =
         Checker::without_rendering(VerifyOptions::default(), providers).with_cache(cache);
-    let inputs: Vec<(&str, &str, &str)> = chapters
-        .iter()
-        .map(|(path, text)| (path.as_str(), text.as_str(), ""))
-        .collect();
+    let inputs = chapter_inputs(chapters);
     for report in checker.chapters(&inputs) {
         let report = report.expect("checks");
         let errors: Vec<String> = report
@@ -84,6 +81,19 @@ fn check_generated(chapters: &[(String, String)], cache: Option<Cache>) -> Durat
         assert_eq!(report.contracts.len(), 10);
     }
     started.elapsed()
+}
+
+/// Each (path, text) as a chapter at the book's root.
+fn chapter_inputs(chapters: &[(String, String)]) -> Vec<ChapterInput<'_>> {
+    chapters
+        .iter()
+        .map(|(path, text)| ChapterInput {
+            path,
+            content: text,
+            prefix: "",
+            page: None,
+        })
+        .collect()
 }
 
 /// (cold without a cache, cold filling an empty cache, warm from that cache).
@@ -124,10 +134,7 @@ fn this_book(root: &Path) -> (Duration, usize) {
     collect(&root.join("book"), &mut chapters);
     let started = Instant::now();
     let mut checker = Checker::without_rendering(VerifyOptions::default(), Providers::default());
-    let inputs: Vec<(&str, &str, &str)> = chapters
-        .iter()
-        .map(|(path, text)| (path.as_str(), text.as_str(), ""))
-        .collect();
+    let inputs = chapter_inputs(&chapters);
     let contracts = checker
         .chapters(&inputs)
         .into_iter()

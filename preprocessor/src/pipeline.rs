@@ -12,6 +12,7 @@ use crate::diag::text::{self, Style};
 use crate::diag::{Code, Diagnostic, has_errors};
 use crate::providers::{Provider, Providers};
 use crate::render::decorate::decorate;
+use crate::render::plan::BookContracts;
 use crate::render::view::{contract_view, provider_view};
 use crate::render::{RenderError, Renderer};
 use crate::report::{ChapterReport, ContractSummary};
@@ -37,12 +38,10 @@ pub struct BookChecker<'r> {
     /// The book's diagnostics index, from the book's root (`diagnostics/index.html`), if any:
     /// codes in error boxes link to it.
     diagnostics_index: Option<String>,
-    /// The whole book's contracts, read before the first chapter: worked examples price the
-    /// planner's Contiguize step from its own contract, whatever chapter holds it (`None`: no
-    /// priced plan is shown).
-    book_contracts: Option<Arc<crate::render::plan::BookContracts>>,
-    /// The same, still being read on another thread ([`BookChecker::price_with_pending`]).
-    pending_contracts: Option<std::thread::JoinHandle<crate::render::plan::BookContracts>>,
+    /// The contracts worked examples price the planner's Contiguize step with, whatever
+    /// chapter holds it ([`BookChecker::price_with`]); `None`: those of the chapters checked
+    /// together that name their page (none: no priced plan is shown).
+    book_contracts: Option<Arc<BookContracts>>,
     /// Where the gate's findings are kept (`None`: every contract is verified afresh).
     cache: Option<Cache>,
     /// Contracts verified at once (threads).
@@ -81,9 +80,19 @@ impl ChapterWork {
     }
 }
 
-/// What one fence turned into.
 /// What the gate found on one fence: the evidence of what ran, and its diagnostics.
 type Findings = (Evidence, Vec<Diagnostic>);
+
+/// One chapter to check: how the author knows its file (`book/ch1.md`), its Markdown, the way
+/// up from its page to the book's root (`../` per directory), and its page from the root
+/// (`seed/ch1.html`) when its contracts may price other chapters' worked examples.
+#[derive(Debug, Clone, Copy)]
+pub struct ChapterInput<'a> {
+    pub path: &'a str,
+    pub content: &'a str,
+    pub prefix: &'a str,
+    pub page: Option<&'a str>,
+}
 
 /// Where a fence is rendered: its chapter's file, the fence, and the way up from the page to
 /// the book's root (`../`).
@@ -91,6 +100,8 @@ struct Page<'a> {
     prefix: &'a str,
     source: &'a Arc<SourceFile>,
     fence: &'a Fence,
+    /// The contracts that price its worked example's plan (`None`: no priced plan).
+    book: Option<&'a BookContracts>,
 }
 
 struct FenceOutcome {
@@ -129,7 +140,6 @@ impl<'r> BookChecker<'r> {
             calibration: None,
             diagnostics_index: None,
             book_contracts: None,
-            pending_contracts: None,
             cache: None,
             jobs: default_jobs(),
         }
@@ -188,30 +198,11 @@ impl<'r> BookChecker<'r> {
         self
     }
 
-    /// Prices the planner's steps on worked examples with `contracts`, the whole book's.
-    pub fn price_with(mut self, contracts: Arc<crate::render::plan::BookContracts>) -> Self {
+    /// Prices the planner's steps on worked examples with `contracts`, the whole book's,
+    /// instead of the contracts of the chapters checked together.
+    pub fn price_with(mut self, contracts: Arc<BookContracts>) -> Self {
         self.book_contracts = Some(contracts);
         self
-    }
-
-    /// [`BookChecker::price_with`] the contracts `reading` is reading on another thread: it is
-    /// waited for only when the first page is rendered, so reading overlaps the checking.
-    pub fn price_with_pending(
-        mut self,
-        reading: std::thread::JoinHandle<crate::render::plan::BookContracts>,
-    ) -> Self {
-        self.pending_contracts = Some(reading);
-        self
-    }
-
-    /// Waits for the book's contracts being read on another thread, if they are.
-    fn await_book_contracts(&mut self) {
-        if let Some(reading) = self.pending_contracts.take() {
-            let contracts = reading
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            self.book_contracts = Some(Arc::new(contracts));
-        }
     }
 
     /// Makes every unverified contract an error (FKC0005).
@@ -233,26 +224,40 @@ impl<'r> BookChecker<'r> {
         content: &str,
         prefix: &str,
     ) -> Result<ChapterReport, RenderError> {
-        self.chapters(&[(path, content, prefix)])
+        let chapter = ChapterInput {
+            path,
+            content,
+            prefix,
+            page: None,
+        };
+        self.chapters(&[chapter])
             .pop()
             .unwrap_or_else(|| Ok(ChapterReport::default()))
     }
 
-    /// Processes chapters given as (path, content, prefix), in order: every chapter is read
-    /// and resolved first, then the gate runs on all their contracts at once (up to `jobs` at
-    /// a time, whichever chapter they are in), then each chapter is rendered. The reports are
-    /// those [`BookChecker::chapter_at`] gives one by one.
+    /// Processes chapters in order: every chapter is read (on up to `jobs` threads) and
+    /// resolved first, then the gate runs on all their contracts at once (up to `jobs` at a
+    /// time, whichever chapter they are in), then each chapter is rendered. The reports are
+    /// those [`BookChecker::chapter_at`] gives one by one. Worked examples are priced with
+    /// the contracts of the chapters that name their page, unless
+    /// [`BookChecker::price_with`] gave others.
     pub fn chapters(
         &mut self,
-        chapters: &[(&str, &str, &str)],
+        chapters: &[ChapterInput<'_>],
     ) -> Vec<Result<ChapterReport, RenderError>> {
+        let read = parallel_map(chapters, self.jobs, read_chapter);
         let works: Vec<Option<ChapterWork>> = chapters
             .iter()
-            .map(|(path, content, prefix)| self.begin(path, content, prefix))
+            .zip(read)
+            .map(|(input, read)| self.begin(input, read?))
             .collect();
+        let own = chapters.iter().any(|c| c.page.is_some());
+        let book = match &self.book_contracts {
+            Some(given) => Some(Arc::clone(given)),
+            None => own.then(|| Arc::new(priced_with(chapters, &works))),
+        };
         let present: Vec<&ChapterWork> = works.iter().flatten().collect();
         let gated = self.gate(&present);
-        self.await_book_contracts();
         // Every fence is rendered at once too (each depends only on its own findings).
         let fences: Vec<(&ChapterWork, &Prepared, Findings)> = present
             .iter()
@@ -268,7 +273,13 @@ impl<'r> BookChecker<'r> {
             })
             .collect();
         let rendered = parallel_map(&fences, self.jobs, |(work, prepared, found)| {
-            self.finish(&work.prefix, &work.source, prepared, found)
+            let page = Page {
+                prefix: &work.prefix,
+                source: &work.source,
+                fence: &prepared.fence,
+                book: book.as_deref(),
+            };
+            self.finish(&page, prepared, found)
         });
         let mut rendered = rendered.into_iter();
         works
@@ -283,17 +294,13 @@ impl<'r> BookChecker<'r> {
             .collect()
     }
 
-    /// Reads a chapter's front matter and prepares its fences; `None` when it holds no FKC
-    /// content (it is then left byte-identical).
-    fn begin(&mut self, path: &str, content: &str, prefix: &str) -> Option<ChapterWork> {
-        let front_block = chapter::front_matter(content);
-        let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
-        let front_block =
-            front_block.filter(|fm| !fences.is_empty() || looks_like_fkc(content, fm));
-        if fences.is_empty() && front_block.is_none() {
-            return None;
-        }
-        let source = Arc::new(SourceFile::new(path, content));
+    /// Reads a chapter's front matter and prepares its fences, read by [`read_chapter`].
+    fn begin(&mut self, input: &ChapterInput<'_>, read: ChapterRead) -> Option<ChapterWork> {
+        let ChapterRead {
+            source,
+            front_block,
+            fences,
+        } = read;
         let mut report = ChapterReport::default();
         let mut front_diagnostics = Vec::new();
         let front = front_block
@@ -315,7 +322,7 @@ impl<'r> BookChecker<'r> {
         // first fence must fail: that fence claims them, so the index can show these codes too.
         let first_claims = fences
             .first()
-            .is_some_and(|f| f.attributes.should_fail.is_some());
+            .is_some_and(|(f, _)| f.attributes.should_fail.is_some());
         let mut inherited = Vec::new();
         if first_claims {
             inherited = front_diagnostics;
@@ -323,14 +330,14 @@ impl<'r> BookChecker<'r> {
             report.diagnostics.extend(front_diagnostics);
         }
         let mut prepared = Vec::new();
-        for fence in &fences {
+        for (fence, read) in fences {
             let mut context = std::mem::take(&mut inherited);
             if front_block.is_none() {
-                context.push(missing_front_matter(&source, fence));
+                context.push(missing_front_matter(&source, &fence));
             }
             prepared.push(self.prepare(
                 &source,
-                (fence, read_fence(&source, fence)),
+                (fence, read),
                 front.as_ref(),
                 provider.as_deref(),
                 context,
@@ -343,7 +350,7 @@ impl<'r> BookChecker<'r> {
             provider,
             report,
             prepared,
-            prefix: prefix.to_owned(),
+            prefix: input.prefix.to_owned(),
         })
     }
 
@@ -415,13 +422,13 @@ impl<'r> BookChecker<'r> {
     fn prepare(
         &mut self,
         source: &Arc<SourceFile>,
-        (fence, (raw, found)): (&Fence, ReadFence),
+        (fence, (raw, found)): (Fence, ReadFence),
         front: Option<&FrontMatter>,
         provider: Option<&Provider>,
         inherited: Vec<Diagnostic>,
     ) -> Prepared {
         let mut diagnostics = inherited;
-        diagnostics.extend(attribute_errors(source, fence));
+        diagnostics.extend(attribute_errors(source, &fence));
         diagnostics.extend(found);
         let expected = fence.attributes.should_fail.as_deref();
         let unverified = fence.attributes.unverified;
@@ -460,7 +467,7 @@ impl<'r> BookChecker<'r> {
             && !has_errors(&diagnostics)
             && !unverified;
         Prepared {
-            fence: fence.clone(),
+            fence,
             raw,
             resolved,
             diagnostics,
@@ -548,12 +555,11 @@ impl<'r> BookChecker<'r> {
         per_chapter
     }
 
-    /// What a prepared fence turns into, once the gate has run on it.
-    /// A fence's HTML and findings, on a page `prefix` below the book's root.
+    /// What a prepared fence turns into once the gate has run on it: its HTML and findings,
+    /// on its page.
     fn finish(
         &self,
-        prefix: &str,
-        source: &Arc<SourceFile>,
+        page: &Page<'_>,
         prepared: &Prepared,
         (evidence, found): &Findings,
     ) -> Result<FenceOutcome, RenderError> {
@@ -566,19 +572,14 @@ impl<'r> BookChecker<'r> {
         } = prepared;
         let mut diagnostics: Vec<Diagnostic> = diagnostics.iter().chain(found).cloned().collect();
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
-        let page = Page {
-            prefix,
-            source,
-            fence,
-        };
         match fence.attributes.should_fail.as_deref() {
-            Some(codes) => self.expected_failure(&page, codes, diagnostics),
-            None if has_errors(&diagnostics) => self.failure(&page, raw.as_ref(), diagnostics),
+            Some(codes) => self.expected_failure(page, codes, diagnostics),
+            None if has_errors(&diagnostics) => self.failure(page, raw.as_ref(), diagnostics),
             None => match (raw, resolved) {
                 (Some(raw), Some(resolved)) => {
-                    self.success(&page, raw, resolved, evidence, diagnostics)
+                    self.success(page, raw, resolved, evidence, diagnostics)
                 }
-                (raw, _) => self.failure(&page, raw.as_ref(), diagnostics),
+                (raw, _) => self.failure(page, raw.as_ref(), diagnostics),
             },
         }
     }
@@ -595,7 +596,7 @@ impl<'r> BookChecker<'r> {
         let at = source.line_col(fence.block.start);
         let mut view = contract_view(raw, &fence.body, format!("{}:{}", source.path, at.line));
         decorate(&mut view, resolved, evidence, &diagnostics);
-        let (worked, book) = (evidence.worked.as_ref(), self.book_contracts.as_deref());
+        let (worked, book) = (evidence.worked.as_ref(), page.book);
         crate::render::plan::attach(&mut view, raw, worked, book, page.prefix);
         view.verified_with = format!(
             "mdbook-fkc {}, seed {:#x}, {} samples",
@@ -776,7 +777,7 @@ impl BookChecker<'_> {
         let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
         let source = Arc::new(SourceFile::new(path, content));
         let fence = fences
-            .iter()
+            .into_iter()
             .find(|f| source.line_col(f.block.start).line == line)
             .ok_or_else(|| format!("no ```fkc fence opens on {path}:{line}"))?;
         let mut diagnostics = Vec::new();
@@ -788,7 +789,7 @@ impl BookChecker<'_> {
             .and_then(|front| crate::import::check_provider(&source, front, &mut self.providers).0);
         let prepared = self.prepare(
             &source,
-            (fence, read_fence(&source, fence)),
+            (fence.clone(), read_fence(&source, &fence)),
             front.as_ref(),
             provider.as_deref(),
             diagnostics,
@@ -822,6 +823,63 @@ fn default_jobs() -> usize {
 
 /// A fence's contract as read (YAML and fields, nothing resolved), with the problems found.
 type ReadFence = (Option<RawContract>, Vec<Diagnostic>);
+
+/// A chapter's FKC content found and read, before anything is resolved: what reading needs
+/// nothing else for, so chapters are read in parallel.
+struct ChapterRead {
+    source: Arc<SourceFile>,
+    front_block: Option<FrontMatterBlock>,
+    fences: Vec<(Fence, ReadFence)>,
+}
+
+/// Finds a chapter's front matter and fences and reads each fence; `None` when it holds no
+/// FKC content (it is then left byte-identical).
+fn read_chapter(input: &ChapterInput<'_>) -> Option<ChapterRead> {
+    let content = input.content;
+    let front_block = chapter::front_matter(content);
+    let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
+    let front_block = front_block.filter(|fm| !fences.is_empty() || looks_like_fkc(content, fm));
+    if fences.is_empty() && front_block.is_none() {
+        return None;
+    }
+    let source = Arc::new(SourceFile::new(input.path, content));
+    let fences = fences
+        .into_iter()
+        .map(|fence| {
+            let read = read_fence(&source, &fence);
+            (fence, read)
+        })
+        .collect();
+    Some(ChapterRead {
+        source,
+        front_block,
+        fences,
+    })
+}
+
+/// The contracts of `works` that price worked examples: those of chapters that name their
+/// page, read and resolved without an error, neither examples that must fail nor spec-first.
+fn priced_with(inputs: &[ChapterInput<'_>], works: &[Option<ChapterWork>]) -> BookContracts {
+    let mut contracts = BookContracts::default();
+    for (input, work) in inputs.iter().zip(works) {
+        let (Some(page), Some(work)) = (input.page, work) else {
+            continue;
+        };
+        for prepared in &work.prepared {
+            let attributes = &prepared.fence.attributes;
+            if attributes.should_fail.is_some()
+                || attributes.unverified
+                || has_errors(&prepared.diagnostics)
+            {
+                continue;
+            }
+            if let (Some(raw), Some(resolved)) = (&prepared.raw, &prepared.resolved) {
+                contracts.add(page, raw, &resolved.contract);
+            }
+        }
+    }
+    contracts
+}
 
 fn read_fence(source: &Arc<SourceFile>, fence: &Fence) -> ReadFence {
     read_block(

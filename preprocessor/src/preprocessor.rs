@@ -5,10 +5,9 @@
 use crate::config::{OnFailure, Options};
 use crate::diag::text;
 use crate::diag::{Diagnostic, has_errors};
-use crate::pipeline::BookChecker;
+use crate::pipeline::{BookChecker, ChapterInput};
 use crate::providers::Providers;
 use crate::render::Renderer;
-use crate::render::plan::BookContracts;
 use crate::report::ContractSummary;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::config::Config;
@@ -110,8 +109,7 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
         .with_cache(options.cache(root, &config.book.src).map_err(Error::msg)?)
         .with_jobs(options.jobs)
         .with_calibration(crate::judge::calibration::beside(root))
-        .link_codes_to(diagnostics_index(book))
-        .price_with_pending(read_book_contracts(book, &config.book.src));
+        .link_codes_to(diagnostics_index(book));
     let outcome = run_chapters(&mut checker, options.on_failure, config, book)?;
     insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;
     Ok(outcome)
@@ -168,29 +166,6 @@ pub fn reproduce(
     checker.reproduce(file, &chapter.content, line, request)
 }
 
-/// Every contract of the book, read (not run) on another thread while the chapters are checked,
-/// so that a page can price a step with a contract from another chapter. Checking needs no such
-/// pass: `mdbook-fkc check` still works chapter by chapter.
-fn read_book_contracts(book: &Book, source_dir: &Path) -> std::thread::JoinHandle<BookContracts> {
-    let mut chapters: Vec<(String, String, String)> = Vec::new();
-    for item in book.iter() {
-        if let BookItem::Chapter(chapter) = item
-            && let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref())
-        {
-            let file = source_dir.join(path).display().to_string();
-            let page = chapter.path.as_ref().unwrap_or(path).with_extension("html");
-            chapters.push((file, page.display().to_string(), chapter.content.clone()));
-        }
-    }
-    std::thread::spawn(move || {
-        let mut contracts = BookContracts::default();
-        for (file, page, content) in &chapters {
-            contracts.add_chapter(file, page, content);
-        }
-        contracts
-    })
-}
-
 /// The page of the book's diagnostics index (`diagnostics/index.md`), if it has one.
 fn diagnostics_index(book: &Book) -> Option<String> {
     book.iter().find_map(|item| match item {
@@ -228,7 +203,8 @@ fn run_chapters(
     };
     // Every chapter at once, so the gate spreads all the book's contracts over the threads.
     let source_dir = config.book.src.clone();
-    let mut inputs: Vec<(String, String, String)> = Vec::new();
+    // (file, content, way up to the root, page from the root) of each chapter.
+    let mut inputs: Vec<(String, String, String, String)> = Vec::new();
     book.for_each_mut(|item| {
         if let BookItem::Chapter(chapter) = item
             && let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref())
@@ -237,16 +213,23 @@ fn run_chapters(
                 .path
                 .as_ref()
                 .map_or(0, |p| p.components().count().saturating_sub(1));
+            let page = chapter.path.as_ref().unwrap_or(path).with_extension("html");
             inputs.push((
                 source_dir.join(path).display().to_string(),
                 chapter.content.clone(),
                 "../".repeat(depth),
+                page.display().to_string(),
             ));
         }
     });
-    let borrowed: Vec<(&str, &str, &str)> = inputs
+    let borrowed: Vec<ChapterInput<'_>> = inputs
         .iter()
-        .map(|(path, content, prefix)| (path.as_str(), content.as_str(), prefix.as_str()))
+        .map(|(path, content, prefix, page)| ChapterInput {
+            path,
+            content,
+            prefix,
+            page: Some(page),
+        })
         .collect();
     let mut reports = checker.chapters(&borrowed).into_iter();
     let mut failure = None;

@@ -63,20 +63,24 @@ impl BookContracts {
                 continue;
             };
             let (contract, resolve_errors) = resolve_expressions(&raw, &source);
-            let clean = errors.iter().chain(&resolve_errors).all(|d| !d.is_error());
-            let Some(op_kind) = raw.op_kind.as_ref().map(|k| k.value.clone()) else {
-                continue;
-            };
-            if clean {
-                let link = format!("{page}#{}", super::view::anchor(&raw.kernel.value));
-                self.contracts.push(BookContract {
-                    op_kind,
-                    raw,
-                    contract,
-                    link,
-                });
+            if errors.iter().chain(&resolve_errors).all(|d| !d.is_error()) {
+                self.add(page, &raw, &contract);
             }
         }
+    }
+
+    /// Adds one contract, read and resolved cleanly, of the chapter whose page (from the
+    /// book's root) is `page`; a contract without an op kind prices nothing and is left out.
+    pub fn add(&mut self, page: &str, raw: &RawContract, contract: &Contract) {
+        let Some(op_kind) = raw.op_kind.as_ref().map(|k| k.value.clone()) else {
+            return;
+        };
+        self.contracts.push(BookContract {
+            op_kind,
+            raw: raw.clone(),
+            contract: contract.clone(),
+            link: format!("{page}#{}", super::view::anchor(&raw.kernel.value)),
+        });
     }
 
     /// The first contract (in book order) of `op_kind` whose first input declares `dtype`.
