@@ -176,7 +176,19 @@ impl Bindings {
 
 /// Evaluates `expr` against `bindings`; the first error stops evaluation.
 pub fn eval(expr: &Expr, bindings: &Bindings) -> Result<Value, ExprError> {
-    Evaluator { bindings }.value(expr, 0)
+    let evaluator = Evaluator { bindings };
+    match evaluator.scalar(expr, 0) {
+        Some(Scalar::Int(v)) => Ok(Value::Int(v)),
+        Some(Scalar::Bool(b)) => Ok(Value::Bool(b)),
+        None => evaluator.value(expr, 0),
+    }
+}
+
+/// What the allocation-free fast path computes: an integer or a boolean.
+#[derive(Debug, Clone, Copy)]
+enum Scalar {
+    Int(i64),
+    Bool(bool),
 }
 
 struct Evaluator<'b> {
@@ -184,6 +196,71 @@ struct Evaluator<'b> {
 }
 
 impl Evaluator<'_> {
+    /// The value of `e` when integers and booleans alone make it and nothing fails, computed
+    /// without building a [`Value`] or an error; `None` otherwise, and [`Evaluator::value`]
+    /// decides (the two agree wherever this gives a value: the same checked arithmetic, floor
+    /// division, short-circuits and built-ins).
+    fn scalar(&self, e: &Expr, depth: usize) -> Option<Scalar> {
+        if depth > MAX_HEIGHT {
+            return None;
+        }
+        match &e.kind {
+            ExprKind::Int(v) => Some(Scalar::Int(*v)),
+            ExprKind::Bool(b) => Some(Scalar::Bool(*b)),
+            ExprKind::Name(_) | ExprKind::Member { .. } | ExprKind::Index { .. } => {
+                match self.borrowed(e, depth)? {
+                    Value::Int(v) => Some(Scalar::Int(*v)),
+                    Value::Bool(b) => Some(Scalar::Bool(*b)),
+                    _ => None,
+                }
+            }
+            ExprKind::Unary { op, operand } => match (op, self.scalar(operand, depth + 1)?) {
+                (UnOp::Neg, Scalar::Int(v)) => v.checked_neg().map(Scalar::Int),
+                (UnOp::Not, Scalar::Bool(b)) => Some(Scalar::Bool(!b)),
+                _ => None,
+            },
+            ExprKind::Binary { op, lhs, rhs, .. } => {
+                let l = self.scalar(lhs, depth + 1)?;
+                if let (true, Scalar::Bool(b)) = (op.is_logical(), l)
+                    && b == (*op == BinOp::Or)
+                {
+                    return Some(l);
+                }
+                scalar_binary(*op, l, self.scalar(rhs, depth + 1)?)
+            }
+            ExprKind::Call { name, args, .. } => self.scalar_call(name, args, depth),
+            ExprKind::Tuple(_) => None,
+        }
+    }
+
+    /// A built-in called with integers only (never one a caller's function shadows).
+    fn scalar_call(&self, name: &str, args: &[Arg], depth: usize) -> Option<Scalar> {
+        if self.bindings.functions.contains_key(name) || args.iter().any(|a| a.name.is_some()) {
+            return None;
+        }
+        let builtin = Builtin::lookup(name)?;
+        let int = |arg: &Arg| match self.scalar(&arg.value, depth + 1)? {
+            Scalar::Int(v) => Some(v),
+            Scalar::Bool(_) => None,
+        };
+        match (builtin, args) {
+            (Builtin::Divisible, [a, b]) => Some(Scalar::Bool(divisible(int(a)?, int(b)?))),
+            (Builtin::Min | Builtin::Max, [first, rest @ ..]) if !rest.is_empty() => {
+                let mut folded = int(first)?;
+                for arg in rest {
+                    let v = int(arg)?;
+                    folded = if builtin == Builtin::Min {
+                        folded.min(v)
+                    } else {
+                        folded.max(v)
+                    };
+                }
+                Some(Scalar::Int(folded))
+            }
+            _ => None,
+        }
+    }
+
     fn value(&self, e: &Expr, depth: usize) -> Result<Value, ExprError> {
         if depth > MAX_HEIGHT {
             return Err(too_deep(e.span));
@@ -359,6 +436,37 @@ impl Evaluator<'_> {
     }
 }
 
+/// `l op r` on scalars, `None` where [`binary`] or [`Evaluator::logical`] would fail.
+fn scalar_binary(op: BinOp, l: Scalar, r: Scalar) -> Option<Scalar> {
+    let (a, b) = match (l, r) {
+        (Scalar::Bool(a), Scalar::Bool(b)) => {
+            return match op {
+                BinOp::And | BinOp::Or => Some(r),
+                BinOp::Eq => Some(Scalar::Bool(a == b)),
+                BinOp::Ne => Some(Scalar::Bool(a != b)),
+                _ => None,
+            };
+        }
+        (Scalar::Int(a), Scalar::Int(b)) => (a, b),
+        _ => return None,
+    };
+    let int = |v: Option<i64>| v.map(Scalar::Int);
+    match op {
+        BinOp::Add => int(a.checked_add(b)),
+        BinOp::Sub => int(a.checked_sub(b)),
+        BinOp::Mul => int(a.checked_mul(b)),
+        BinOp::Div => int(floor_div(a, b)),
+        BinOp::Rem => int(floor_mod(a, b)),
+        BinOp::Lt => Some(Scalar::Bool(a < b)),
+        BinOp::Le => Some(Scalar::Bool(a <= b)),
+        BinOp::Gt => Some(Scalar::Bool(a > b)),
+        BinOp::Ge => Some(Scalar::Bool(a >= b)),
+        BinOp::Eq => Some(Scalar::Bool(a == b)),
+        BinOp::Ne => Some(Scalar::Bool(a != b)),
+        BinOp::And | BinOp::Or => None,
+    }
+}
+
 fn call_builtin(
     builtin: Builtin,
     args: &[Arg],
@@ -500,6 +608,57 @@ mod tests {
     fn fails(src: &str) -> (ExprErrorKind, usize, usize) {
         let e = run(src).expect_err(src);
         (e.kind, e.span.start, e.span.end)
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_full_evaluator_or_leaves_it_the_decision() {
+        let b = bindings("conv2d");
+        let mut sources: Vec<&str> = SEED
+            .iter()
+            .filter(|(contract, ..)| *contract == "conv2d")
+            .map(|(_, _, src, _)| *src)
+            .collect();
+        sources.extend([
+            "-7 / 2 == -4 && -7 % 2 == 1",
+            "x.dim[1] / 0",
+            "x.dim[1] % 0 == 0",
+            "9223372036854775807 + 1",
+            "-(-9223372036854775807 - 1)",
+            "(-9223372036854775807 - 1) / -1",
+            "true || 1 / 0 == 1",
+            "false && 1 / 0 == 1",
+            "true && 1",
+            "1 || true",
+            "(true == false) != true",
+            "1 == true",
+            "!(x.dim[0] > 1) || !true",
+            "divisible(x.dim[1], 0) || min(3, 1, 2) == max(-1, 1)",
+            "divisible(1)",
+            "min(1)",
+            "max(1, true)",
+            "min(a=1, b=2)",
+            "x.dim[9]",
+            "x.dim[-1]",
+            "x",
+            "(1, 2) == (1, 2)",
+            "nope + 1",
+            "nope(1)",
+        ]);
+        for src in sources {
+            let expr = parse(src).unwrap();
+            let evaluator = Evaluator { bindings: &b };
+            let full = evaluator.value(&expr, 0);
+            match evaluator.scalar(&expr, 0) {
+                Some(Scalar::Int(v)) => assert_eq!(full, Ok(Value::Int(v)), "{src}"),
+                Some(Scalar::Bool(v)) => assert_eq!(full, Ok(Value::Bool(v)), "{src}"),
+                None => {}
+            }
+            assert_eq!(eval(&expr, &b), full, "{src}");
+        }
+        // Too deep for either: the fast path gives up, the full evaluator reports it.
+        let deep = deep_negation(MAX_HEIGHT + 10);
+        assert!(Evaluator { bindings: &b }.scalar(&deep, 0).is_none());
+        assert_eq!(eval(&deep, &b).unwrap_err().kind, ExprErrorKind::Budget);
     }
 
     #[test]
