@@ -245,7 +245,7 @@ impl<'r> BookChecker<'r> {
         &mut self,
         chapters: &[ChapterInput<'_>],
     ) -> Vec<Result<ChapterReport, RenderError>> {
-        let read = parallel_map(chapters, self.jobs, read_chapter);
+        let read = read_chapters(chapters, self.jobs);
         let works: Vec<Option<ChapterWork>> = chapters
             .iter()
             .zip(read)
@@ -832,9 +832,43 @@ struct ChapterRead {
     fences: Vec<(Fence, ReadFence)>,
 }
 
-/// Finds a chapter's front matter and fences and reads each fence; `None` when it holds no
-/// FKC content (it is then left byte-identical).
-fn read_chapter(input: &ChapterInput<'_>) -> Option<ChapterRead> {
+/// A chapter's FKC content found, its fences not read yet.
+type Found = (Arc<SourceFile>, Option<FrontMatterBlock>, Vec<Fence>);
+
+/// Reads every chapter on up to `threads` threads: each chapter is searched for its front
+/// matter and fences, then every fence of the book is read (the unit of work is a fence, so a
+/// chapter of many contracts does not hold the others up). `None` for a chapter without FKC
+/// content (it is then left byte-identical).
+fn read_chapters(chapters: &[ChapterInput<'_>], threads: usize) -> Vec<Option<ChapterRead>> {
+    let found = parallel_map(chapters, threads, find_chapter);
+    let fences: Vec<(&Arc<SourceFile>, &Fence)> = found
+        .iter()
+        .flatten()
+        .flat_map(|(source, _, fences)| fences.iter().map(move |fence| (source, fence)))
+        .collect();
+    let mut reads = parallel_map(&fences, threads, |(source, fence)| {
+        read_fence(source, fence)
+    })
+    .into_iter();
+    found
+        .into_iter()
+        .map(|found| {
+            let (source, front_block, fences) = found?;
+            let fences = fences
+                .into_iter()
+                .map(|fence| (fence, reads.next().unwrap_or_default()))
+                .collect();
+            Some(ChapterRead {
+                source,
+                front_block,
+                fences,
+            })
+        })
+        .collect()
+}
+
+/// A chapter's front matter and fences; `None` when it holds no FKC content.
+fn find_chapter(input: &ChapterInput<'_>) -> Option<Found> {
     let content = input.content;
     let front_block = chapter::front_matter(content);
     let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
@@ -842,19 +876,11 @@ fn read_chapter(input: &ChapterInput<'_>) -> Option<ChapterRead> {
     if fences.is_empty() && front_block.is_none() {
         return None;
     }
-    let source = Arc::new(SourceFile::new(input.path, content));
-    let fences = fences
-        .into_iter()
-        .map(|fence| {
-            let read = read_fence(&source, &fence);
-            (fence, read)
-        })
-        .collect();
-    Some(ChapterRead {
-        source,
+    Some((
+        Arc::new(SourceFile::new(input.path, content)),
         front_block,
         fences,
-    })
+    ))
 }
 
 /// The contracts of `works` that price worked examples: those of chapters that name their
