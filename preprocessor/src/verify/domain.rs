@@ -126,14 +126,26 @@ impl Gate<'_> {
             if admitted.is_empty() || admitted.iter().any(|(s, o)| condition(s, o)) {
                 continue;
             }
-            for attempt in 0..CONDITION_SEARCH {
+            let meets = |candidate: &Sample| match domain.verdict(candidate, dtype) {
+                Verdict::Admitted { outputs } if condition(candidate, &outputs) => Some(outputs),
+                _ => None,
+            };
+            let random = (0..CONDITION_SEARCH).find_map(|attempt| {
                 let candidate = self.candidate(rng, admitted, attempt % 2 == 1);
-                if let Verdict::Admitted { outputs } = domain.verdict(&candidate, dtype)
-                    && condition(&candidate, &outputs)
-                {
-                    admitted.push((candidate, outputs));
-                    break;
-                }
+                Some((meets(&candidate)?, candidate))
+            });
+            // Where chance missed, every one-variable move of the admitted samples in turn (a
+            // condition one step from an admitted sample, like `b` alone in `a || b`, is then
+            // found whatever the budget).
+            let found = random.or_else(|| {
+                admitted
+                    .iter()
+                    .flat_map(|(sample, _)| sample.neighbours())
+                    .take(CONDITION_SEARCH)
+                    .find_map(|candidate| Some((meets(&candidate)?, candidate)))
+            });
+            if let Some((outputs, candidate)) = found {
+                admitted.push((candidate, outputs));
             }
         }
     }

@@ -254,10 +254,8 @@ fn every_single_field_lie_fails_with_its_code() {
     assert!(missed.is_empty(), "{}", missed.join("\n"));
 }
 
-/// The default budget finds at least what 200 samples per contract find: on every lie of the
-/// suite, the codes a check with `samples = 200` reports are among those of the default check.
-/// (The converse does not hold: 200 samples miss the `||` alternative of conv_transpose2d that
-/// the default's search for each alternative alone finds.)
+/// The default budget finds at least what 200 samples per contract find: every lie of the suite
+/// fails at `samples = 200` too, and with no code the default check does not report.
 #[test]
 fn the_default_budget_finds_what_two_hundred_samples_find() {
     let text = seed();
@@ -270,7 +268,7 @@ fn the_default_budget_finds_what_two_hundred_samples_find() {
         let lie = mutate(&text, kernel, from, *nth, to);
         let found_wide = error_codes_with(&lie, Providers::default(), wide);
         let found = error_codes(&lie, Providers::default());
-        if !found_wide.is_subset(&found) {
+        if found_wide.is_empty() || !found_wide.is_subset(&found) {
             lacking.push(format!(
                 "{kernel}: `{from}` → `{to}`: 200 samples found {found_wide:?}, the default {found:?}"
             ));
