@@ -927,30 +927,30 @@ fn parallel_map<T: Sync, R: Send>(
         return items.iter().map(work).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
+    let take = || {
+        let mut mine = Vec::new();
+        loop {
+            let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(item) = items.get(index) else {
+                return mine;
+            };
+            mine.push((index, work(item)));
+        }
+    };
+    // The calling thread works too: one thread fewer to start, and its allocator's memory,
+    // already touched, is used again instead of a new thread's.
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(item) = items.get(index) else {
-                            return mine;
-                        };
-                        mine.push((index, work(item)));
-                    }
-                })
-            })
-            .collect();
+        let workers: Vec<_> = (1..threads).map(|_| scope.spawn(take)).collect();
+        let mut done = take();
         // A worker that panicked passes its panic on, exactly as one thread would have.
-        workers
-            .into_iter()
-            .flat_map(|worker| {
+        for worker in workers {
+            done.extend(
                 worker
                     .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            })
-            .collect()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            );
+        }
+        done
     });
     done.sort_by_key(|(index, _)| *index);
     done.into_iter().map(|(_, result)| result).collect()
