@@ -8,6 +8,7 @@ use crate::chapter::{self, Fence, FrontMatterBlock};
 use crate::contract::front_matter::{FrontMatter, read_front_matter};
 use crate::contract::raw::{RawContract, read_contract};
 use crate::contract::read_block;
+use crate::contract::resolved::resolve_expressions;
 use crate::diag::text::{self, Style};
 use crate::diag::{Code, Diagnostic, has_errors};
 use crate::providers::{Provider, Providers};
@@ -422,11 +423,16 @@ impl<'r> BookChecker<'r> {
     fn prepare(
         &mut self,
         source: &Arc<SourceFile>,
-        (fence, (raw, found)): (Fence, ReadFence),
+        (fence, read): (Fence, ReadFence),
         front: Option<&FrontMatter>,
         provider: Option<&Provider>,
         inherited: Vec<Diagnostic>,
     ) -> Prepared {
+        let ReadFence {
+            raw,
+            found,
+            expressions,
+        } = read;
         let mut diagnostics = inherited;
         diagnostics.extend(attribute_errors(source, &fence));
         diagnostics.extend(found);
@@ -448,9 +454,10 @@ impl<'r> BookChecker<'r> {
         }
         // A spec-first contract is resolved without its provider: its kernel may not exist yet.
         let provider = provider.filter(|_| !unverified);
-        let resolved = raw.as_ref().map(|raw| {
+        let resolved = raw.as_ref().zip(expressions).map(|(raw, expressions)| {
             let (resolved, found) = resolve::resolve(
                 raw,
+                expressions,
                 front,
                 provider,
                 source,
@@ -821,8 +828,15 @@ fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
-/// A fence's contract as read (YAML and fields, nothing resolved), with the problems found.
-type ReadFence = (Option<RawContract>, Vec<Diagnostic>);
+/// A fence's contract as read (YAML and fields) with the problems found, and its expressions
+/// resolved: what needs nothing but the fence, so it runs on the gate's threads.
+#[derive(Default)]
+struct ReadFence {
+    raw: Option<RawContract>,
+    found: Vec<Diagnostic>,
+    /// Present whenever `raw` is.
+    expressions: Option<resolve::Expressions>,
+}
 
 /// A chapter's FKC content found and read, before anything is resolved: what reading needs
 /// nothing else for, so chapters are read in parallel.
@@ -908,12 +922,18 @@ fn priced_with(inputs: &[ChapterInput<'_>], works: &[Option<ChapterWork>]) -> Bo
 }
 
 fn read_fence(source: &Arc<SourceFile>, fence: &Fence) -> ReadFence {
-    read_block(
+    let (raw, found) = read_block(
         source,
         &fence.body,
         &|offset| fence.file_offset(offset),
         read_contract,
-    )
+    );
+    let expressions = raw.as_ref().map(|raw| resolve_expressions(raw, source));
+    ReadFence {
+        raw,
+        found,
+        expressions,
+    }
 }
 
 /// `work` on every item, on up to `threads` scoped threads, results in the items' order.

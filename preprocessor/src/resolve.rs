@@ -4,6 +4,7 @@
 
 use crate::contract::front_matter::FrontMatter;
 use crate::contract::raw::{RawContract, RevisionHash};
+use crate::contract::resolved::Contract;
 use crate::diag::{Code, Diagnostic};
 use crate::import::{self, Import};
 use crate::providers::Provider;
@@ -20,6 +21,11 @@ pub struct BookRegistry {
     implementations: HashMap<String, (String, String)>,
 }
 
+/// A contract's expressions parsed and bound, with the problems found: a function of the
+/// contract alone ([`crate::contract::resolved::resolve_expressions`]), so it may run apart
+/// from, and before, the rest of resolving.
+pub type Expressions = (Contract, Vec<Diagnostic>);
+
 /// A resolved contract's facts that the page and the summary need.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -27,13 +33,15 @@ pub struct Resolved {
     pub revision_hash: String,
     pub import: Import,
     /// Every expression parsed and bound.
-    pub contract: crate::contract::resolved::Contract,
+    pub contract: Contract,
 }
 
-/// Resolves one contract. `register` is false for fences that must fail: they are examples, not
-/// kernels of the book, so they do not take their kernel name.
+/// Resolves one contract, whose `expressions` are already resolved. `register` is false for
+/// fences that must fail: they are examples, not kernels of the book, so they do not take their
+/// kernel name.
 pub fn resolve(
     raw: &RawContract,
+    (contract, found): Expressions,
     front: Option<&FrontMatter>,
     kernels: Option<&Provider>,
     source: &Arc<SourceFile>,
@@ -51,7 +59,6 @@ pub fn resolve(
     diagnostics.extend(claim_implementation(
         raw, &import, source, registry, register,
     ));
-    let (contract, found) = crate::contract::resolved::resolve_expressions(raw, source);
     diagnostics.extend(found);
     let resolved = Resolved {
         registrable: import.registrable,

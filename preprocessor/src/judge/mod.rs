@@ -164,8 +164,16 @@ fn judge_chapter(
         let Some(raw) = raw.filter(|_| !has_errors(&found)) else {
             continue;
         };
-        let (resolved, found) =
-            resolve::resolve(&raw, Some(&front), Some(&provider), &source, registry, true);
+        let expressions = crate::contract::resolved::resolve_expressions(&raw, &source);
+        let (resolved, found) = resolve::resolve(
+            &raw,
+            expressions,
+            Some(&front),
+            Some(&provider),
+            &source,
+            registry,
+            true,
+        );
         if has_errors(&found) {
             continue;
         }
