@@ -258,36 +258,12 @@ impl<'r> BookChecker<'r> {
             None => own.then(|| Arc::new(priced_with(chapters, &works))),
         };
         let present: Vec<&ChapterWork> = works.iter().flatten().collect();
-        let gated = self.gate(&present);
-        // Every fence is rendered at once too (each depends only on its own findings).
-        let fences: Vec<(&ChapterWork, &Prepared, Findings)> = present
-            .iter()
-            .zip(gated)
-            .flat_map(|(work, found)| {
-                let found = found
-                    .into_iter()
-                    .chain(std::iter::repeat_with(Default::default));
-                work.prepared
-                    .iter()
-                    .zip(found)
-                    .map(move |(p, f)| (*work, p, f))
-            })
-            .collect();
-        let rendered = parallel_map(&fences, self.jobs, |(work, prepared, found)| {
-            let page = Page {
-                prefix: &work.prefix,
-                source: &work.source,
-                fence: &prepared.fence,
-                book: book.as_deref(),
-            };
-            self.finish(&page, prepared, found)
-        });
-        let mut rendered = rendered.into_iter();
+        let mut outcomes = self.gate(&present, book.as_deref()).into_iter();
         works
             .into_iter()
             .map(|work| match work {
                 Some(work) => {
-                    let outcomes = rendered.by_ref().take(work.prepared.len()).collect();
+                    let outcomes = outcomes.by_ref().take(work.prepared.len()).collect();
                     self.end(work, outcomes)
                 }
                 None => Ok(ChapterReport::default()),
@@ -295,7 +271,7 @@ impl<'r> BookChecker<'r> {
             .collect()
     }
 
-    /// Reads a chapter's front matter and prepares its fences, read by [`read_chapter`].
+    /// Reads a chapter's front matter and prepares its fences, read by [`read_chapters`].
     fn begin(&mut self, input: &ChapterInput<'_>, read: ChapterRead) -> Option<ChapterWork> {
         let ChapterRead {
             source,
@@ -483,22 +459,18 @@ impl<'r> BookChecker<'r> {
     }
 
     /// Runs the behavioural gate on every prepared fence of `works` that imported cleanly —
-    /// from the cache when nothing it depends on changed since it last ran, otherwise on up to
-    /// `jobs` threads across all the chapters (each contract's result depends only on the
-    /// contract, never on the thread count). One list of results per chapter, one per fence.
-    fn gate(&self, works: &[&ChapterWork]) -> Vec<Vec<Findings>> {
-        let jobs: Vec<(usize, usize)> = works
-            .iter()
-            .enumerate()
-            .flat_map(|(w, work)| (0..work.prepared.len()).map(move |i| (w, i)))
-            .collect();
-        let fence = |&(w, i): &(usize, usize)| {
-            let work: &ChapterWork = works.get(w)?;
-            Some((work, work.prepared.get(i)?, work.provider.as_deref()?))
-        };
+    /// from the cache when nothing it depends on changed since it last ran, otherwise afresh —
+    /// and renders every fence with what was found, on up to `jobs` threads across all the
+    /// chapters (each contract's result depends only on the contract, never on the thread
+    /// count). One outcome per fence, in the chapters' order.
+    fn gate(
+        &self,
+        works: &[&ChapterWork],
+        book: Option<&BookContracts>,
+    ) -> Vec<Result<FenceOutcome, RenderError>> {
         let builtin = self.providers.builtin();
-        let key = |job: &(usize, usize)| {
-            let (work, prepared, provider) = fence(job)?;
+        let key = |work: &ChapterWork, prepared: &Prepared| {
+            let provider = gated_by(work, prepared)?;
             let cache = self.cache.as_ref()?;
             let parts = KeyParts {
                 provider: &provider.identity()?,
@@ -510,56 +482,65 @@ impl<'r> BookChecker<'r> {
             };
             Some((cache, Cache::key(&parts)))
         };
-        let gated = |job: &(usize, usize)| fence(job).is_some_and(|(_, p, _)| p.gated);
-        let keys: Vec<_> = jobs
+        // (chapter, fence, cache key, findings in the cache) for every fence.
+        let fences: Vec<_> = works
             .iter()
-            .map(|job| gated(job).then(|| key(job)).flatten())
-            .collect();
-        let mut results: Vec<Option<(Evidence, Vec<Diagnostic>)>> = jobs
-            .iter()
-            .zip(&keys)
-            .map(|(job, k)| {
-                let (cache, key) = k.as_ref()?;
-                let (work, prepared, _) = fence(job)?;
-                cache.load(key, &work.source, prepared.fence.block.start)
+            .flat_map(|work| work.prepared.iter().map(move |p| (*work, p)))
+            .map(|(work, prepared)| {
+                let key = key(work, prepared);
+                let cached = key.as_ref().and_then(|(cache, key)| {
+                    cache.load(key, &work.source, prepared.fence.block.start)
+                });
+                (work, prepared, key, cached)
             })
             .collect();
-        let pending: Vec<usize> = (0..jobs.len())
-            .filter(|&j| jobs.get(j).is_some_and(gated) && results[j].is_none())
-            .collect();
-        let ran = parallel_map(&pending, self.jobs, |&j| {
-            match jobs.get(j).and_then(&fence) {
-                Some((work, prepared, provider)) => match (&prepared.raw, &prepared.resolved) {
-                    (Some(raw), Some(resolved)) => verify::verify(
-                        raw,
-                        &resolved.contract,
-                        &resolved.import,
-                        provider,
-                        builtin,
-                        &work.source,
-                        self.verify,
-                    ),
-                    _ => Default::default(),
-                },
-                None => Default::default(),
-            }
+        let none = Findings::default();
+        let done = parallel_map(&fences, self.jobs, |(work, prepared, _, cached)| {
+            let fresh = match (cached, gated_by(work, prepared)) {
+                (None, Some(provider)) => Some(self.verify_fence(work, prepared, provider)),
+                _ => None,
+            };
+            let page = Page {
+                prefix: &work.prefix,
+                source: &work.source,
+                fence: &prepared.fence,
+                book,
+            };
+            let findings = fresh.as_ref().or(cached.as_ref()).unwrap_or(&none);
+            let outcome = self.finish(&page, prepared, findings);
+            (fresh, outcome)
         });
-        for (j, result) in pending.into_iter().zip(ran) {
-            if let (Some(Some((cache, key))), Some((_, prepared, _))) =
-                (keys.get(j), jobs.get(j).and_then(&fence))
-            {
-                cache.store(key, &result.0, &result.1, &prepared.fence.block);
-            }
-            results[j] = Some(result);
+        fences
+            .iter()
+            .zip(done)
+            .map(|((_, prepared, key, _), (fresh, outcome))| {
+                if let (Some((cache, key)), Some((evidence, found))) = (key, fresh) {
+                    cache.store(key, &evidence, &found, &prepared.fence.block);
+                }
+                outcome
+            })
+            .collect()
+    }
+
+    /// The gate's findings on one fence that imported cleanly, run afresh.
+    fn verify_fence(
+        &self,
+        work: &ChapterWork,
+        prepared: &Prepared,
+        provider: &Provider,
+    ) -> Findings {
+        match (&prepared.raw, &prepared.resolved) {
+            (Some(raw), Some(resolved)) => verify::verify(
+                raw,
+                &resolved.contract,
+                &resolved.import,
+                provider,
+                self.providers.builtin(),
+                &work.source,
+                self.verify,
+            ),
+            _ => Findings::default(),
         }
-        let mut per_chapter: Vec<Vec<(Evidence, Vec<Diagnostic>)>> =
-            works.iter().map(|_| Vec::new()).collect();
-        for ((w, _), result) in jobs.into_iter().zip(results) {
-            if let Some(chapter) = per_chapter.get_mut(w) {
-                chapter.push(result.unwrap_or_default());
-            }
-        }
-        per_chapter
     }
 
     /// What a prepared fence turns into once the gate has run on it: its HTML and findings,
@@ -844,6 +825,11 @@ struct ChapterRead {
     source: Arc<SourceFile>,
     front_block: Option<FrontMatterBlock>,
     fences: Vec<(Fence, ReadFence)>,
+}
+
+/// The provider of a fence the gate runs on (`None`: the gate does not run on it).
+fn gated_by<'w>(work: &'w ChapterWork, prepared: &Prepared) -> Option<&'w Provider> {
+    work.provider.as_deref().filter(|_| prepared.gated)
 }
 
 /// A chapter's FKC content found, its fences not read yet.
