@@ -697,6 +697,7 @@ fn small(rng: &mut Rng) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
