@@ -288,6 +288,18 @@ mod tests {
         in_process(entry_points)
     }
 
+    /// A contract's text read and its expressions resolved (both without a problem), as the
+    /// chapter `t.md`.
+    pub(super) fn read_resolved(text: &str) -> (Arc<SourceFile>, RawContract, Contract) {
+        let source = Arc::new(SourceFile::new("t.md", text));
+        let (raw, errors) = read_block(&source, text, &|o| o, read_contract);
+        assert!(errors.is_empty(), "{errors:?}");
+        let raw = raw.unwrap();
+        let (contract, errors) = resolve_expressions(&raw, &source);
+        assert!(errors.is_empty(), "{errors:?}");
+        (source, raw, contract)
+    }
+
     /// A provider, in process, serving `entry_points` from a registry named `synthetic`.
     pub(super) fn in_process(entry_points: &'static [KernelRef]) -> Provider {
         Provider::in_process(Box::leak(Box::new(Registry {
@@ -313,12 +325,7 @@ mod tests {
     fn gated(provider: &Provider, symbol: &str, breaking: bool) -> Vec<Diagnostic> {
         let info = provider.description().entry_point(symbol).unwrap();
         let kernel = Kernel { info, provider };
-        let source = Arc::new(SourceFile::new("t.md", POOL));
-        let (raw, errors) = read_block(&source, POOL, &|o| o, read_contract);
-        assert!(errors.is_empty());
-        let raw = raw.unwrap();
-        let (contract, errors) = resolve_expressions(&raw, &source);
-        assert!(errors.is_empty());
+        let (source, raw, contract) = read_resolved(POOL);
         let mut gate = Gate {
             raw: &raw,
             source: &source,

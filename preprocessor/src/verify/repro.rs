@@ -198,9 +198,6 @@ mod tests {
     //! synthetic kernels no reference kernel can stand in for.
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-    use crate::contract::raw::read_contract;
-    use crate::contract::read_block;
-    use crate::contract::resolved::resolve_expressions;
     use crate::diag::Code;
     use crate::import::{ResolvedEntryPoint, symbol_for};
     use crate::verify::{VerifyOptions, verify};
@@ -296,12 +293,7 @@ mod tests {
         dtypes: &[DType],
         run: impl FnOnce(&RawContract, &Contract, &Import, &Arc<SourceFile>) -> T,
     ) -> T {
-        let source = Arc::new(SourceFile::new("t.md", text));
-        let (raw, errors) = read_block(&source, text, &|o| o, read_contract);
-        assert!(errors.is_empty(), "{errors:?}");
-        let raw = raw.unwrap();
-        let (contract, errors) = resolve_expressions(&raw, &source);
-        assert!(errors.is_empty(), "{errors:?}");
+        let (source, raw, contract) = crate::verify::tests::read_resolved(text);
         let entry_points = dtypes
             .iter()
             .map(|&dtype| {

@@ -740,18 +740,8 @@ mod tests {
 
     #[test]
     fn a_sample_written_in_another_order_is_bound_by_name() {
-        use crate::contract::raw::read_contract;
-        use crate::contract::read_block;
-        use crate::contract::resolved::resolve_expressions;
-        use crate::source::SourceFile;
-        use std::sync::Arc;
         let text = "kernel: k\nregistrable: false\nbackend: Cpu\nkernel_source: s\nentry_point: \"e\"\naccept:\n  inputs:\n    - { name: a, dtypes: [F32], rank: 1 }\n    - { name: b, dtypes: [F32], rank: 1, shape_constraint: \"b.dim[0] == 2 * a.dim[0]\" }\nop_params:\n  fields:\n    k: { kind: usize, constraint: \"k > 0\" }\n    s: { kind: usize, constraint: \"s < k\" }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(a), shape_rule: \"from_params(N=b.dim[0] - a.dim[0] + k - s)\" }\n";
-        let source = Arc::new(SourceFile::new("t.md", text));
-        let (raw, errors) = read_block(&source, text, &|o| o, read_contract);
-        assert!(errors.is_empty(), "{errors:?}");
-        let raw = raw.unwrap();
-        let (contract, errors) = resolve_expressions(&raw, &source);
-        assert!(errors.is_empty(), "{errors:?}");
+        let (_, raw, contract) = crate::verify::tests::read_resolved(text);
         let domain = Domain::new(&raw, &contract, &[]);
         let ordered = Sample::parse("a: [3], b: [6], k = 2, s = 1").unwrap();
         let swapped = Sample::parse("b: [6], a: [3], s = 1, k = 2").unwrap();
