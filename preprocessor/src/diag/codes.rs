@@ -120,7 +120,7 @@ codes! {
     FastPathUnreachable = "FKC0411", "a fast path is never taken",
         "Every `caps.fast_paths[].when` must evaluate on the contract's samples and hold for at least one admitted sample; a fast path nothing in the contract's domain can take is dead documentation.";
     EmptyDomain = "FKC0412", "no sample satisfies the contract",
-        "The gate draws small samples (dims 1 to 6, op-params 0 to 4) and keeps those the contract admits. When none is admitted, nothing can be verified; a green page would then mean nothing, so this is an error. Check that the shape rule and the constraints together admit small inputs.";
+        "The gate draws small samples (dims 1 to 6, op-params 0 to 4) and keeps those the contract admits. When none is admitted (or when a dimension of a `from_params` shape rule, or a constraint, rules out every such sample, which the gate shows without drawing), nothing can be verified; a green page would then mean nothing, so this is an error. Check that the shape rule and the constraints together admit small inputs.";
     KernelCrashed = "FKC0413", "the kernel crashed",
         "A kernel that panics, aborts, overflows its stack or exits the provider process fails the gate on that sample: a crash is never counted as a rejection. The provider is restarted and the gate goes on; the sample is reported with the provider's last words.";
     KernelTimedOut = "FKC0414", "the kernel did not return within the time limit",

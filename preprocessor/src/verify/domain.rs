@@ -202,7 +202,8 @@ impl Gate<'_> {
     }
 
     /// No drawn sample satisfies the contract: nothing could be verified, which is an error.
-    pub(super) fn empty_domain(&mut self, options: VerifyOptions) {
+    /// `proof` says why no sample of the box can (then none was drawn).
+    pub(super) fn empty_domain(&mut self, options: VerifyOptions, proof: Option<&str>) {
         let span = self
             .raw
             .outputs
@@ -214,10 +215,23 @@ impl Gate<'_> {
             span,
             "no sample satisfies this contract, so the gate could verify nothing".to_owned(),
         );
-        diagnostic.notes.push(format!(
-            "samples draw every dim from 1 to 6 and every op-param from 0 to 4 (seed {:#x}); none had every constraint true and every output dimension defined and at least 1",
-            options.seed
-        ));
+        let (dims, params) = (super::sample::DIMS, super::sample::PARAMS);
+        let drawn = format!(
+            "samples draw every dim from {} to {} and every op-param from {} to {}",
+            dims.start(),
+            dims.end(),
+            params.start(),
+            params.end()
+        );
+        diagnostic.notes.push(match proof {
+            Some(proof) => format!(
+                "{drawn}; on every one of them {proof}, so none can have every constraint true and every output dimension at least 1 (shown without drawing)"
+            ),
+            None => format!(
+                "{drawn} (seed {:#x}); none had every constraint true and every output dimension defined and at least 1",
+                options.seed
+            ),
+        });
         diagnostic.help.push(
             "check the shape rule and the constraints: together they must admit small inputs"
                 .to_owned(),

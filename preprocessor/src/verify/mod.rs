@@ -13,6 +13,7 @@
 
 mod abi;
 mod admitted;
+mod bounds;
 mod cost;
 mod coverage;
 mod domain;
@@ -101,9 +102,14 @@ pub fn verify(
     if !gate.operands_match(&first_kernel) {
         return (gate.evidence, gate.diagnostics);
     }
+    // A shape rule or constraint that rules out the whole box needs no drawing to show it.
+    if let Some(proof) = bounds::empty_box(&gate.domain, first_dtype) {
+        gate.empty_domain(options, Some(&proof));
+        return (gate.evidence, gate.diagnostics);
+    }
     let (admitted, breaking) = gate.draw(first_dtype, options);
     if admitted.is_empty() {
-        gate.empty_domain(options);
+        gate.empty_domain(options, None);
         return (gate.evidence, gate.diagnostics);
     }
     gate.evidence.rows.push((

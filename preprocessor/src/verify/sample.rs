@@ -87,6 +87,10 @@ pub struct Sample {
     pub params: Vec<(String, Param)>,
 }
 
+/// The values a drawn dimension takes.
+pub const DIMS: std::ops::RangeInclusive<i64> = 1..=6;
+/// The values a drawn op-param takes ([`small`]).
+pub const PARAMS: std::ops::RangeInclusive<i64> = 0..=4;
 /// The values a moved variable takes (the box the gate samples from, plus 0).
 const MOVES: std::ops::RangeInclusive<i64> = 0..=6;
 
@@ -155,7 +159,10 @@ impl Sample {
         let total = dim_count + params.len();
         let pick = usize::try_from(rng.range(0, total as i64 - 1)).unwrap_or(0);
         let (slot, value) = if pick < dim_count {
-            (dims.into_iter().nth(pick), rng.range(1, 6))
+            (
+                dims.into_iter().nth(pick),
+                rng.range(*DIMS.start(), *DIMS.end()),
+            )
         } else {
             (params.into_iter().nth(pick - dim_count), small(rng))
         };
@@ -482,6 +489,19 @@ impl<'a> Domain<'a> {
 }
 
 impl Domain<'_> {
+    /// The op-param fields drawn (those that carry no operand's shape), with their kinds.
+    pub fn drawn_params(&self) -> impl Iterator<Item = (&str, ParamKind)> {
+        self.layout
+            .drawn
+            .iter()
+            .map(|&(name, kind, _)| (name, kind))
+    }
+
+    /// The fields that carry an operand's shape: (field, operand).
+    pub fn shaped_fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.layout.shaped.iter().map(|&(field, _, of)| (field, of))
+    }
+
     /// Draws one candidate.
     pub fn draw(&self, rng: &mut Rng) -> Sample {
         let inputs = self
@@ -491,7 +511,9 @@ impl Domain<'_> {
             .map(|input| {
                 let max = crate::contract::raw::MAX_RANK as u64;
                 let rank = input.rank.as_ref().map_or(1, |r| r.value.min(max));
-                let dims = (0..rank).map(|_| rng.range(1, 6)).collect();
+                let dims = (0..rank)
+                    .map(|_| rng.range(*DIMS.start(), *DIMS.end()))
+                    .collect();
                 let optional = input.optional.as_ref().is_some_and(|o| o.value);
                 (
                     input.name.value.clone(),
@@ -686,7 +708,7 @@ fn disjuncts(e: &expr::Expr) -> Vec<&expr::Expr> {
     }
 }
 
-/// A small parameter value: mostly 1..=3, sometimes 0 or 4.
+/// A small parameter value (in [`PARAMS`]): mostly 1..=3, sometimes 0 or 4.
 fn small(rng: &mut Rng) -> i64 {
     match rng.range(0, 9) {
         0 => 0,
