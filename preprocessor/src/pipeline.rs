@@ -238,10 +238,11 @@ impl<'r> BookChecker<'r> {
 
     /// Processes chapters in order: every chapter is read (on up to `jobs` threads) and
     /// resolved first, then the gate runs on all their contracts at once (up to `jobs` at a
-    /// time, whichever chapter they are in), then each chapter is rendered. The reports are
-    /// those [`BookChecker::chapter_at`] gives one by one. Worked examples are priced with
-    /// the contracts of the chapters that name their page, unless
-    /// [`BookChecker::price_with`] gave others.
+    /// time, whichever chapter they are in) and renders each fence as soon as its findings are
+    /// in, then each chapter is rebuilt around its fences. The reports are those
+    /// [`BookChecker::chapter_at`] gives one by one. Worked examples are priced with the
+    /// contracts of the chapters that name their page, unless [`BookChecker::price_with`]
+    /// gave others.
     pub fn chapters(
         &mut self,
         chapters: &[ChapterInput<'_>],
