@@ -5,7 +5,7 @@
 //! `awkward_layout_strategy: requires_contiguous`, the planner's `Contiguize` kernel turns each
 //! view into a contiguous tensor, and the kernel's result must then be bitwise the contiguous one.
 
-use super::run::{operands, params};
+use super::run::arguments;
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::contract::raw::{LayoutRequirement, RawContract, RawInput};
@@ -48,10 +48,8 @@ pub fn check(
     seed: u64,
 ) -> LayoutReport {
     let mut report = LayoutReport::default();
-    let (Ok(base), Ok(values)) = (
-        operands(kernel, sample, dtype, super::run::Fill::Random(seed)),
-        params(kernel, sample),
-    ) else {
+    let Ok((base, values)) = arguments(kernel, sample, dtype, super::run::Fill::Random(seed))
+    else {
         return report;
     };
     let contiguizes = raw

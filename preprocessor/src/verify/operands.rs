@@ -3,7 +3,7 @@
 //! it is refused (one sample per input, shrunk and reproducible with `repro --check required`).
 
 use super::Gate;
-use super::run::{Fill, operands, params};
+use super::run::{Fill, arguments};
 use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::diag::Code;
@@ -102,8 +102,7 @@ impl Gate<'_> {
             .iter()
             .find(|(name, _, present)| !present && !self.declares_optional(name))
             .map(|(name, _, _)| name.clone())?;
-        let operands = operands(kernel, sample, dtype, Fill::Random(seed)).ok()?;
-        let values = params(kernel, sample).ok()?;
+        let (operands, values) = arguments(kernel, sample, dtype, Fill::Random(seed)).ok()?;
         let CallOutcome::Outputs(_) = kernel.run(&operands, &values) else {
             return Some(true);
         };

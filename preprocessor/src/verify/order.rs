@@ -4,7 +4,7 @@
 
 use super::Gate;
 use super::oracle;
-use super::run::{Fill, operands, oracle_inputs, params};
+use super::run::{Fill, arguments, oracle_inputs};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
@@ -70,13 +70,7 @@ impl Gate<'_> {
         seed: u64,
     ) -> Option<bool> {
         let order = self.raw.precision.as_ref()?.order.clone()?;
-        let fill = Fill::WideExponents(seed);
-        let (Ok(ops), Ok(values)) = (
-            operands(kernel, sample, dtype, fill),
-            params(kernel, sample),
-        ) else {
-            return None;
-        };
+        let (ops, values) = arguments(kernel, sample, dtype, Fill::WideExponents(seed)).ok()?;
         let CallOutcome::Outputs(outputs) = kernel.run(&ops, &values) else {
             return None; // the admitted-domain check reports refusals and crashes
         };

@@ -118,6 +118,20 @@ pub(crate) fn operands(
         .collect()
 }
 
+/// A call's arguments for `sample`: its operands filled by `fill`, and its parameter values;
+/// `Err` says why the sample cannot be expressed as a call.
+pub(crate) fn arguments(
+    kernel: &EntryPointInfo,
+    sample: &Sample,
+    dtype: DType,
+    fill: Fill,
+) -> Result<(Vec<Option<Operand>>, ParamValues), String> {
+    Ok((
+        operands(kernel, sample, dtype, fill)?,
+        params(kernel, sample)?,
+    ))
+}
+
 pub(crate) fn params(kernel: &EntryPointInfo, sample: &Sample) -> Result<ParamValues, String> {
     let mut values = ParamValues::new();
     for field in kernel.params.iter().filter(|f| f.shape_of.is_none()) {
@@ -152,12 +166,8 @@ pub fn call(
     seed: u64,
     repeat: bool,
 ) -> Outcome {
-    let operands = match operands(kernel, sample, dtype, Fill::Random(seed)) {
-        Ok(operands) => operands,
-        Err(error) => return Outcome::Skipped(error),
-    };
-    let values = match params(kernel, sample) {
-        Ok(values) => values,
+    let (operands, values) = match arguments(kernel, sample, dtype, Fill::Random(seed)) {
+        Ok(arguments) => arguments,
         Err(error) => return Outcome::Skipped(error),
     };
     let first = match kernel.run(&operands, &values) {
@@ -200,10 +210,7 @@ pub fn executor_accepts(
     if !kernel.provider.description().executor {
         return false;
     }
-    let Ok(operands) = operands(kernel, sample, dtype, Fill::Random(1)) else {
-        return false;
-    };
-    let Ok(mut values) = params(kernel, sample) else {
+    let Ok((operands, mut values)) = arguments(kernel, sample, dtype, Fill::Random(1)) else {
         return false;
     };
     let bindings = domain.bindings(sample, dtype);

@@ -7,7 +7,7 @@
 
 use super::Gate;
 use super::oracle::{self, NanPolicy};
-use super::run::{Fill, operands, oracle_inputs, params};
+use super::run::{Fill, arguments, oracle_inputs};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
@@ -105,11 +105,7 @@ impl Gate<'_> {
         seed: u64,
     ) -> SpecialRun {
         let policy = self.nan_policy();
-        let fill = Fill::Special(seed);
-        let (Ok(ops), Ok(values)) = (
-            operands(kernel, sample, dtype, fill),
-            params(kernel, sample),
-        ) else {
+        let Ok((ops, values)) = arguments(kernel, sample, dtype, Fill::Special(seed)) else {
             return SpecialRun::Skipped;
         };
         let outputs = match kernel.run(&ops, &values) {

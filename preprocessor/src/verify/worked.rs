@@ -8,7 +8,7 @@
 //! are evaluated on it, and a drift plot is measured for each half-precision dtype.
 
 use super::oracle::{self, Input};
-use super::run::{Fill, operands, params};
+use super::run::{Fill, arguments, operands, params};
 use super::sample::{Domain, Param, Sample, Verdict};
 use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::{AnyTensor, DType, Operand};
@@ -936,10 +936,8 @@ fn drift(
         let mut worst: Option<DriftPoint> = None;
         for trial in 0..DRIFT_TRIALS {
             let seed = 0x000d_41f7 ^ (trial << 20) ^ u64::try_from(length).unwrap_or(0);
-            let Ok(operands) = operands(kernel, &sample, dtype, Fill::Random(seed)) else {
-                continue;
-            };
-            let Ok(values) = params(kernel, &sample) else {
+            let Ok((operands, values)) = arguments(kernel, &sample, dtype, Fill::Random(seed))
+            else {
                 continue;
             };
             let CallOutcome::Outputs(outputs) = kernel.run(&operands, &values) else {
