@@ -178,8 +178,7 @@ impl Bindings {
 pub fn eval(expr: &Expr, bindings: &Bindings) -> Result<Value, ExprError> {
     let evaluator = Evaluator { bindings };
     match evaluator.scalar(expr, 0) {
-        Some(Scalar::Int(v)) => Ok(Value::Int(v)),
-        Some(Scalar::Bool(b)) => Ok(Value::Bool(b)),
+        Some(scalar) => Ok(scalar.into()),
         None => evaluator.value(expr, 0),
     }
 }
@@ -189,6 +188,15 @@ pub fn eval(expr: &Expr, bindings: &Bindings) -> Result<Value, ExprError> {
 enum Scalar {
     Int(i64),
     Bool(bool),
+}
+
+impl From<Scalar> for Value {
+    fn from(scalar: Scalar) -> Value {
+        match scalar {
+            Scalar::Int(v) => Value::Int(v),
+            Scalar::Bool(b) => Value::Bool(b),
+        }
+    }
 }
 
 struct Evaluator<'b> {
@@ -559,25 +567,16 @@ fn binary(
     if matches!(op, BinOp::Div | BinOp::Rem) && b == 0 {
         return Err(division_by_zero(op, rhs.1));
     }
-    let result = match op {
-        BinOp::Add => a.checked_add(b),
-        BinOp::Sub => a.checked_sub(b),
-        BinOp::Mul => a.checked_mul(b),
-        BinOp::Div => floor_div(a, b),
-        BinOp::Rem => floor_mod(a, b),
-        BinOp::Lt => return Ok(Value::Bool(a < b)),
-        BinOp::Le => return Ok(Value::Bool(a <= b)),
-        BinOp::Gt => return Ok(Value::Bool(a > b)),
-        BinOp::Ge => return Ok(Value::Bool(a >= b)),
-        BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or => {
-            return Err(ExprError::new(
-                ExprErrorKind::Type,
-                span,
-                format!("`{op}` is not arithmetic"),
-            ));
-        }
-    };
-    result.map(Value::Int).ok_or_else(|| {
+    if op.is_logical() {
+        return Err(ExprError::new(
+            ExprErrorKind::Type,
+            span,
+            format!("`{op}` is not arithmetic"),
+        ));
+    }
+    // The arithmetic is the fast path's: what it cannot compute here is an overflow.
+    let result = scalar_binary(op, Scalar::Int(a), Scalar::Int(b));
+    result.map(Value::from).ok_or_else(|| {
         ExprError::new(
             ExprErrorKind::Overflow,
             span,
