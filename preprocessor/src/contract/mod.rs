@@ -7,6 +7,7 @@ pub mod front_matter;
 pub mod raw;
 pub mod resolved;
 pub mod schema;
+pub mod semantic;
 
 use crate::diag::{Code, Diagnostic};
 use crate::source::SourceFile;

@@ -153,8 +153,8 @@ pub struct RawPrecision {
     pub max_absolute: Nullable<f64>,
     pub audited: Option<Located<bool>>,
     pub notes: Option<Located<String>>,
-    /// `order: naive_nested`: every output equals, bit for bit, the naive nested sum in the
-    /// dtype, in the documented loop order.
+    /// `order: as_written` (or its older name `naive_nested`): every output equals, bit for
+    /// bit, the semantics computed in the dtype in exactly the written order.
     pub order: Option<Located<String>>,
     /// `nan: propagate | ignore`: what a NaN operand does to a result.
     pub nan: Option<Located<String>>,
@@ -197,6 +197,8 @@ pub struct RawContract {
     pub precision: Option<RawPrecision>,
     pub determinism: Option<Located<Determinism>>,
     pub oracle: Option<RawOracle>,
+    /// What the kernel computes, as pseudo-code the gate runs (`semantics: |`).
+    pub semantics: Option<Located<String>>,
 }
 
 /// `oracle`: another registry's entry point the values are checked against (differential
@@ -253,6 +255,7 @@ const CONTRACT_FIELDS: &[&str] = &[
     "precision",
     "determinism",
     "oracle",
+    "semantics",
 ];
 
 /// The nested sections of a contract and their fields (to recognise lost indentation).
@@ -320,6 +323,7 @@ pub fn read_contract(reader: &mut Reader<'_>, root: &Node) -> Option<RawContract
             r.word(n, "determinism", Determinism::WORDS)
         }),
         oracle: reader.optional(&fields, "oracle", read_oracle),
+        semantics: reader.optional(&fields, "semantics", |r, n| r.string(n, "semantics")),
     };
     kernel.map(|_| contract)
 }
@@ -700,7 +704,7 @@ fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> 
         audited: reader.optional(&fields, "audited", |r, n| r.boolean(n, "audited")),
         notes: reader.optional(&fields, "notes", |r, n| r.string(n, "notes")),
         order: reader.optional(&fields, "order", |r, n| {
-            r.one_of(n, "precision.order", &["naive_nested"])
+            r.one_of(n, "precision.order", &["as_written", "naive_nested"])
         }),
         nan: reader.optional(&fields, "nan", |r, n| {
             r.one_of(n, "precision.nan", &["propagate", "ignore"])

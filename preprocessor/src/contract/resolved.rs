@@ -75,6 +75,8 @@ pub struct Contract {
     /// Every root name the expressions may use, each with its slot; every expression above
     /// has its names resolved to these slots.
     pub slots: Arc<expr::Slots>,
+    /// What the kernel computes: the contract's `semantics`, or its op kind's standard ones.
+    pub semantics: Option<Arc<super::semantic::Semantics>>,
 }
 
 impl Contract {
@@ -155,6 +157,9 @@ pub fn resolve_expressions(
             .extend(resolver.typed(&path.when, Type::Bool, "a fast path's `when`"));
     }
     contract.resolve_slots(resolver.scope.names());
+    let (semantics, problems) = super::semantic::resolve(raw, &contract, source);
+    contract.semantics = semantics;
+    resolver.diagnostics.extend(problems);
     (contract, resolver.diagnostics)
 }
 

@@ -131,6 +131,18 @@ codes! {
         "A fence written ```fkc,unverified is a spec-first contract: parsed and resolved, shown with a \"not verified\" badge, but not run. `mdbook-fkc check --deny unverified` makes each one an error, for CI that wants every contract proven.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",
         "To run a kernel, the gate passes each contract input as the kernel operand of the same name. The inputs must be exactly the entry point's operands, with the same ranks.";
+    SemanticsSyntax = "FKC0501", "the semantics do not parse",
+        "`semantics` is pseudo-code the gate runs: `for` loops over ranges (`for i in 0..n:`) or a tensor's indices (`for n, c, h, w in out:`), `if`/`elif`/`else` on indices, and assignments (`=`, `+=`, `-=`, `*=`), one per line, blocks by indentation (spaces). The caret points where parsing stopped; the format reference has the grammar.";
+    SemanticsName = "FKC0502", "a name in the semantics does not bind",
+        "Every name in the semantics must be one of the contract's inputs or outputs, an op-param field, a loop variable, a local assigned earlier in the same or an enclosing block, or `true`, `false`, `inf`, `nan`; every function one the language defines. The help suggests the closest.";
+    SemanticsType = "FKC0503", "the semantics use a value of the wrong kind",
+        "Indices (loop variables, dims, parameters and their integer arithmetic) and element values (tensor elements, numbers, locals with a dtype) are apart: an index is where an index is expected (`x[n, c, h, w]`, `lo..hi`), a value where a value is; an `if` tests indices (choose between values with `select`, `max`, `min`); a tensor element takes one index per axis; inputs are only read.";
+    SemanticsRun = "FKC0504", "the semantics fail on a sample",
+        "On a sample the contract admits, the semantics read an index outside its tensor, read an element or local before writing it, leave an output element unwritten, read an absent optional input, or divide an index by zero. The semantics must define every output element of every admitted sample; the note names the sample.";
+    SemanticsBudget = "FKC0505", "the semantics exceed a budget",
+        "The semantics are bounded so that hostile text cannot stall a build: 16 KiB of text, 8192 tokens, 48 levels of nesting, 200 million steps and 16 million elements per local tensor on one sample.";
+    NoSemantics = "FKC0506", "values unchecked: the contract has no semantics",
+        "The gate checks a kernel's values against its contract's `semantics` (or its op kind's standard semantics). A contract with neither has its transport, shapes, costs and layouts checked, but not its numbers: its page says so, and `mdbook-fkc check --deny unchecked` makes it an error.";
 }
 
 impl Code {

@@ -16,6 +16,10 @@ pub struct Signature {
     pub inputs: Vec<SigTensor>,
     pub outputs: Vec<SigTensor>,
     pub params: Vec<ir::Param>,
+    /// An input the signature does not declare is never present: `present(name)` is false and
+    /// the block it guards is not checked (an op kind's standard semantics name every optional
+    /// input of the op kind; a contract may declare fewer).
+    pub undeclared_absent: bool,
 }
 
 /// An input or output of the contract.
@@ -33,10 +37,13 @@ pub fn check(
     t: DType,
 ) -> Result<ir::Program, Vec<SemanticsError>> {
     let mut checker = Checker::new(signature, t);
-    let body = checker.block(&program.body);
+    let mut body = checker.block(&program.body);
+    let mut forms = 0;
+    super::fast::plan_all(&mut body, &mut forms);
     if checker.errors.is_empty() {
         Ok(ir::Program {
             body,
+            forms,
             tensors: checker.tensors,
             params: signature.params.clone(),
             ints: checker.ints,
@@ -231,7 +238,10 @@ impl<'s> Checker<'s> {
             StmtKind::If { arms, otherwise } => {
                 let checked: Vec<(Option<Bool>, Vec<Op>)> = arms
                     .iter()
-                    .map(|(cond, body)| (self.condition(cond), self.block(body)))
+                    .map(|(cond, body)| match self.condition(cond) {
+                        Some(Bool::Const(false)) => (Some(Bool::Const(false)), Vec::new()),
+                        cond => (cond, self.block(body)),
+                    })
                     .collect();
                 let mut tail = self.block(otherwise);
                 for (cond, then) in checked.into_iter().rev() {
@@ -331,6 +341,7 @@ impl<'s> Checker<'s> {
                 taps: taps && level + 1 == depth,
                 body: innermost,
                 span,
+                plan: None,
             }];
         }
         inner.pop()
@@ -863,6 +874,13 @@ impl<'s> Checker<'s> {
     fn call(&mut self, name: &str, name_span: Span, args: &[Expr], span: Span) -> Option<Typed> {
         match name {
             "present" => {
+                if let [arg] = args
+                    && let Some(name) = arg.as_name()
+                    && self.signature.undeclared_absent
+                    && self.lookup(name).is_none()
+                {
+                    return Some(Typed::Bool(Bool::Const(false)));
+                }
                 let tensor = match args {
                     [arg] => match self.expression(arg)? {
                         Typed::Tensor(tensor) => Some(tensor),

@@ -233,6 +233,8 @@ pub enum Op {
         body: Vec<Op>,
         taps: bool,
         span: Span,
+        /// The compiled form of the loop nest rooted here ([`super::fast`]).
+        plan: Option<Box<super::fast::NestPlan>>,
     },
     If {
         cond: Bool,
@@ -292,4 +294,6 @@ pub struct Program {
     pub vals: Vec<DType>,
     /// Each value slot's name, for traces.
     pub val_names: Vec<String>,
+    /// How many forms the planned loop nests have in all.
+    pub forms: usize,
 }

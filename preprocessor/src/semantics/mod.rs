@@ -43,12 +43,14 @@ pub mod ast;
 mod check;
 pub mod error;
 pub mod exact;
+mod fast;
 pub mod float;
 pub mod ir;
 mod lexer;
 mod parser;
 pub mod rounded;
 pub mod run;
+pub mod standard;
 
 pub use check::{SigTensor, Signature, check};
 pub use error::{SemanticsError, SemanticsErrorKind};

@@ -45,7 +45,8 @@ fn apply(
 impl Rounded {
     fn extreme(&self, max: bool, a: f64, b: f64) -> f64 {
         match (a.is_nan(), b.is_nan()) {
-            (true, true) => a,
+            // both NaN: the later one, as a scan `b if b > a or a is NaN` keeps
+            (true, true) => b,
             (true, false) | (false, true) => match self.nan {
                 NanPolicy::Propagate => {
                     if a.is_nan() {

@@ -9,6 +9,7 @@
 
 use super::ast::{AssignOp, CmpOp};
 use super::error::SemanticsError;
+use super::fast::{self, FastVal, NestPlan};
 use super::ir::{Bool, Func, Int, IntKind, IntOp, Op, Origin, Program, Val, ValKind, ValOp};
 use crate::expr::Span;
 use fkc_provider::DType;
@@ -97,6 +98,9 @@ pub struct Outcome<C> {
     pub trace: Option<Vec<Vec<Vec<Step>>>>,
 }
 
+/// A step of a run that may fail (boxed: the error path is cold, the success path hot).
+type Fallible<T> = Result<T, Box<SemanticsError>>;
+
 /// At most this many loop iterations and statements per run.
 pub const MAX_STEPS: u64 = 200_000_000;
 /// At most this many elements in one local tensor.
@@ -109,8 +113,8 @@ pub fn run<A: Arith>(
     arith: &A,
     trace: bool,
 ) -> Result<Outcome<A::Cell>, SemanticsError> {
-    let mut frame = Frame::new(program, inputs, arith, trace)?;
-    frame.block(&program.body)?;
+    let mut frame = Frame::new(program, inputs, arith, trace);
+    frame.block(&program.body).map_err(|e| *e)?;
     frame.finish()
 }
 
@@ -166,15 +170,16 @@ struct Frame<'p, A: Arith> {
     val_steps: Vec<Vec<Step>>,
     pending: Vec<Step>,
     pending_reads: Vec<(usize, usize)>,
+    /// Scratch of a planned nest: its evaluated forms, each access's (base, step).
+    forms: Vec<i64>,
+    flat_steps: Vec<i64>,
+    offsets: Vec<(i64, i64)>,
+    /// Per run: the fixed coefficients of every planned form, by the form's number.
+    fixed_coeffs: Vec<Option<Vec<i64>>>,
 }
 
 impl<'p, A: Arith> Frame<'p, A> {
-    fn new(
-        program: &'p Program,
-        inputs: &'p Inputs<'p>,
-        arith: &'p A,
-        trace: bool,
-    ) -> Result<Self, SemanticsError> {
+    fn new(program: &'p Program, inputs: &'p Inputs<'p>, arith: &'p A, trace: bool) -> Self {
         let tensors = program
             .tensors
             .iter()
@@ -196,7 +201,7 @@ impl<'p, A: Arith> Frame<'p, A> {
                 Origin::Local => Storage::absent(),
             })
             .collect();
-        Ok(Frame {
+        Frame {
             program,
             inputs,
             arith,
@@ -209,7 +214,11 @@ impl<'p, A: Arith> Frame<'p, A> {
             val_steps: vec![Vec::new(); if trace { program.vals.len() } else { 0 }],
             pending: Vec::new(),
             pending_reads: Vec::new(),
-        })
+            forms: Vec::new(),
+            flat_steps: Vec::new(),
+            offsets: Vec::new(),
+            fixed_coeffs: vec![None; program.forms],
+        }
     }
 
     fn finish(self) -> Result<Outcome<A::Cell>, SemanticsError> {
@@ -247,25 +256,25 @@ impl<'p, A: Arith> Frame<'p, A> {
         })
     }
 
-    fn step(&mut self, span: Span) -> Result<(), SemanticsError> {
+    fn step(&mut self, span: Span) -> Fallible<()> {
         if self.steps_left == 0 {
-            return Err(SemanticsError::budget(
+            return Err(Box::new(SemanticsError::budget(
                 span,
                 format!("the pseudo-code ran more than {MAX_STEPS} steps on one sample"),
-            ));
+            )));
         }
         self.steps_left -= 1;
         Ok(())
     }
 
-    fn block(&mut self, ops: &[Op]) -> Result<(), SemanticsError> {
+    fn block(&mut self, ops: &[Op]) -> Fallible<()> {
         for op in ops {
             self.op(op)?;
         }
         Ok(())
     }
 
-    fn op(&mut self, op: &Op) -> Result<(), SemanticsError> {
+    fn op(&mut self, op: &Op) -> Fallible<()> {
         match op {
             Op::For {
                 var,
@@ -274,7 +283,14 @@ impl<'p, A: Arith> Frame<'p, A> {
                 body,
                 taps,
                 span,
+                plan,
             } => {
+                if let Some(plan) = plan
+                    && !self.trace
+                    && self.planned(plan)?
+                {
+                    return Ok(());
+                }
                 let (lo, hi) = (self.int(lo)?, self.int(hi)?);
                 for i in lo..hi {
                     self.step(*span)?;
@@ -378,14 +394,14 @@ impl<'p, A: Arith> Frame<'p, A> {
             } => {
                 let dims = shape
                     .iter()
-                    .map(|d| {
+                    .map(|d| -> Fallible<usize> {
                         let d = self.int(d)?;
-                        usize::try_from(d).map_err(|_| {
-                            SemanticsError::run(
+                        usize::try_from(d).map_err(|_| -> Box<SemanticsError> {
+                            Box::new(SemanticsError::run(
                                 *span,
                                 format!("a dimension is negative ({d})"),
                                 "declare dimensions of at least 0",
-                            )
+                            ))
                         })
                     })
                     .collect::<Result<Vec<usize>, _>>()?;
@@ -406,6 +422,367 @@ impl<'p, A: Arith> Frame<'p, A> {
                 Ok(())
             }
         }
+    }
+
+    /// Runs a loop nest by its plan; false when it leaves this entry to the generic walk (a
+    /// budget the generic walk then reports).
+    fn planned(&mut self, plan: &NestPlan) -> Fallible<bool> {
+        let mut forms = std::mem::take(&mut self.forms);
+        let evaluated = self.evaluate_forms(plan, &mut forms);
+        let result = evaluated.and_then(|()| self.run_nest(plan, &forms));
+        self.forms = forms;
+        result
+    }
+
+    /// Every form's coefficients (cached per run when fixed) and offset, `depth + 1` numbers
+    /// per form.
+    fn evaluate_forms(&mut self, plan: &NestPlan, out: &mut Vec<i64>) -> Fallible<()> {
+        let depth = plan.levels.len();
+        out.clear();
+        out.resize(plan.forms.len() * (depth + 1), 0);
+        for (index, form) in plan.forms.iter().enumerate() {
+            let row = &mut out[index * (depth + 1)..(index + 1) * (depth + 1)];
+            match self.fixed_coeffs.get(form.id).and_then(Option::as_ref) {
+                Some(cached) if form.fixed_coeffs => row[..cached.len()].copy_from_slice(cached),
+                _ => {
+                    for (slot, coeff) in row.iter_mut().zip(&form.coeffs) {
+                        *slot = self.int(coeff)?;
+                    }
+                    if form.fixed_coeffs {
+                        if self.fixed_coeffs.len() <= form.id {
+                            self.fixed_coeffs.resize(form.id + 1, None);
+                        }
+                        self.fixed_coeffs[form.id] = Some(row[..form.coeffs.len()].to_vec());
+                    }
+                }
+            }
+            row[depth] = self.int(&form.offset)?;
+        }
+        Ok(())
+    }
+
+    fn run_nest(&mut self, plan: &NestPlan, forms: &[i64]) -> Fallible<bool> {
+        let depth = plan.levels.len();
+        let stride = depth + 1;
+        // The nest is a box: its taps in closed form.
+        let mut iterations: u64 = 1;
+        for level in &plan.levels {
+            let (lo, hi) = (
+                forms[level.lo * stride + depth],
+                forms[level.hi * stride + depth],
+            );
+            iterations =
+                iterations.saturating_mul(u64::try_from(hi.saturating_sub(lo)).unwrap_or(0));
+        }
+        if iterations.saturating_mul(1 + plan.updates.len() as u64) > self.steps_left {
+            return Ok(false);
+        }
+        self.steps_left -= iterations;
+        if plan.taps {
+            self.counts.taps += iterations;
+        }
+        for cond in &plan.invariant {
+            if !self.condition(cond)? {
+                return Ok(true);
+            }
+        }
+        // Each access's flat offset: a base, and a step per level.
+        let mut flat = std::mem::take(&mut self.flat_steps);
+        flat.clear();
+        for access in plan.reads.iter().chain(&plan.writes) {
+            let storage = &self.tensors[access.tensor];
+            if !storage.present {
+                self.flat_steps = flat;
+                return Err(absent(
+                    &self.program.tensors[access.tensor].name,
+                    access.span,
+                ));
+            }
+            let mut row = vec![0i64; stride];
+            for ((form, span), axis_stride) in access.axes.iter().zip(&storage.strides) {
+                let s = *axis_stride as i64;
+                for (slot, value) in row
+                    .iter_mut()
+                    .zip(&forms[form * stride..(form + 1) * stride])
+                {
+                    *slot = value
+                        .checked_mul(s)
+                        .and_then(|v| v.checked_add(*slot))
+                        .ok_or_else(|| overflow(*span))?;
+                }
+            }
+            flat.extend_from_slice(&row);
+        }
+        let mut vars = vec![0i64; depth];
+        let result = self
+            .check_axes(plan, forms, depth, &vars, None)
+            .and_then(|()| self.walk(plan, forms, &flat, 0, &mut vars));
+        self.flat_steps = flat;
+        result.map(|()| true)
+    }
+
+    /// The axes whose deepest variable is `level`'s (`depth`: none) inside their tensors at
+    /// `vars` — with `ends`, at the innermost range's both ends.
+    fn check_axes(
+        &self,
+        plan: &NestPlan,
+        forms: &[i64],
+        level: usize,
+        vars: &[i64],
+        ends: Option<(i64, i64)>,
+    ) -> Fallible<()> {
+        let depth = plan.levels.len();
+        let stride = depth + 1;
+        for &(access, axis, form) in &plan.checks[level] {
+            let (tensor, span) = match plan.reads.get(access) {
+                Some(read) => (read.tensor, read.axes[axis].1),
+                None => {
+                    let write = &plan.writes[access - plan.reads.len()];
+                    (write.tensor, write.axes[axis].1)
+                }
+            };
+            let row = &forms[form * stride..(form + 1) * stride];
+            let value_at = |vars: &[i64]| {
+                vars.iter().zip(row).try_fold(row[depth], |sum, (v, c)| {
+                    sum.checked_add(c.checked_mul(*v)?)
+                })
+            };
+            let dim = self.tensors[tensor].dims.get(axis).copied().unwrap_or(0) as i64;
+            let points = match ends {
+                Some((first, last)) => {
+                    // vars[level] is not set yet: the value without it, plus each end's term
+                    let rest = vars[..level]
+                        .iter()
+                        .zip(row)
+                        .try_fold(row[depth], |sum, (v, c)| {
+                            sum.checked_add(c.checked_mul(*v)?)
+                        });
+                    let at =
+                        |end: i64| rest.and_then(|r| r.checked_add(row[level].checked_mul(end)?));
+                    [Some(at(first)), Some(at(last))]
+                }
+                None => [Some(value_at(vars)), None],
+            };
+            for index in points.into_iter().flatten() {
+                let index = index.ok_or_else(|| overflow(span))?;
+                if !(0..dim).contains(&index) {
+                    let name = &self.program.tensors[tensor].name;
+                    return Err(Box::new(SemanticsError::run(
+                        span,
+                        format!(
+                            "index {index} is outside `{name}` on axis {axis} (`{name}.dim[{axis}]` is {dim})"
+                        ),
+                        "guard the access with an `if` on its indices, or fix the index arithmetic",
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Level `level` of the nest, its range cut to where its bounds pass.
+    fn walk(
+        &mut self,
+        plan: &NestPlan,
+        forms: &[i64],
+        flat: &[i64],
+        level: usize,
+        vars: &mut [i64],
+    ) -> Fallible<()> {
+        let depth = plan.levels.len();
+        let stride = depth + 1;
+        let this = &plan.levels[level];
+        let (lo, hi) = (
+            forms[this.lo * stride + depth],
+            forms[this.hi * stride + depth],
+        );
+        let outer = &vars[..level];
+        let mut overflowed = false;
+        let bounds = this.bounds.iter().map(|form| {
+            let row = &forms[form * stride..(form + 1) * stride];
+            let rest = outer.iter().zip(row).try_fold(row[depth], |sum, (v, c)| {
+                sum.checked_add(c.checked_mul(*v)?)
+            });
+            overflowed |= rest.is_none();
+            (row[level], rest.unwrap_or(0))
+        });
+        let solved = fast::solve(lo, hi, bounds);
+        let (Some((from, to)), false) = (solved, overflowed) else {
+            return Err(overflow(this_span(plan)));
+        };
+        if from >= to {
+            return Ok(());
+        }
+        if level + 1 == depth {
+            self.check_axes(plan, forms, level, vars, Some((from, to - 1)))?;
+            return self.innermost(plan, flat, vars, from, to);
+        }
+        for v in from..to {
+            vars[level] = v;
+            self.check_axes(plan, forms, level, vars, None)?;
+            self.walk(plan, forms, flat, level + 1, vars)?;
+        }
+        Ok(())
+    }
+
+    /// The innermost level's updates for `v` in `from..to`, each access at its base plus `v`
+    /// times its innermost step.
+    fn innermost(
+        &mut self,
+        plan: &NestPlan,
+        flat: &[i64],
+        vars: &[i64],
+        from: i64,
+        to: i64,
+    ) -> Fallible<()> {
+        let depth = plan.levels.len();
+        let stride = depth + 1;
+        let last = depth - 1;
+        let mut offsets = std::mem::take(&mut self.offsets);
+        offsets.clear();
+        for row in flat.chunks(stride) {
+            let base = vars[..last]
+                .iter()
+                .zip(row)
+                .fold(row[depth], |sum, (v, c)| sum + c * v);
+            offsets.push((base, row[last]));
+        }
+        let result = (from..to).try_for_each(|v| self.updates(plan, v, &offsets));
+        self.offsets = offsets;
+        result
+    }
+
+    /// The innermost body's updates at `v`.
+    fn updates(&mut self, plan: &NestPlan, v: i64, offsets: &[(i64, i64)]) -> Fallible<()> {
+        let arith = self.arith;
+        let reads = plan.reads.len();
+        for update in &plan.updates {
+            let value = self.fast_val(&update.value, v, plan, offsets)?;
+            self.counts.ops += update.ops;
+            self.counts.macs += u64::from(update.update.mac);
+            self.counts.compares += u64::from(update.update.compare);
+            self.steps_left = self.steps_left.saturating_sub(1);
+            match update.target {
+                fast::Target::Slot(slot) => {
+                    let dtype = self.program.vals[slot];
+                    match (update.op, &mut self.vals[slot]) {
+                        (AssignOp::Set, cell) => *cell = Some(arith.store(value)),
+                        (op, Some(cell)) => arith.update(cell, op, value, dtype),
+                        (_, None) => return Err(read_before_write(update.span, "this local")),
+                    }
+                }
+                fast::Target::Element(write) => {
+                    let access = &plan.writes[write];
+                    let (base, step) = offsets[reads + write];
+                    let flat = (base + step * v) as usize;
+                    let dtype = self.program.tensors[access.tensor].dtype;
+                    let storage = &mut self.tensors[access.tensor];
+                    match (update.op, storage.data.get_mut(flat)) {
+                        (AssignOp::Set, Some(cell)) => *cell = Some(arith.store(value)),
+                        (op, Some(Some(cell))) => arith.update(cell, op, value, dtype),
+                        _ => {
+                            let name = &self.program.tensors[access.tensor].name;
+                            return Err(read_before_write(
+                                update.span,
+                                &format!("this element of `{name}`"),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Read number `read` of a nest at `v`.
+    #[inline]
+    fn read_at(
+        &mut self,
+        plan: &NestPlan,
+        read: usize,
+        v: i64,
+        offsets: &[(i64, i64)],
+    ) -> Fallible<A::V> {
+        let access = &plan.reads[read];
+        let (base, step) = offsets[read];
+        let flat = (base + step * v) as usize;
+        let dtype = self.program.tensors[access.tensor].dtype;
+        let storage = &mut self.tensors[access.tensor];
+        let Some(Some(cell)) = storage.data.get(flat) else {
+            let name = &self.program.tensors[access.tensor].name;
+            return Err(read_before_write(
+                access.span,
+                &format!("this element of `{name}`"),
+            ));
+        };
+        storage.read[flat] = true;
+        Ok(self.arith.load(cell, dtype))
+    }
+
+    fn fast_val(
+        &mut self,
+        e: &FastVal,
+        v: i64,
+        plan: &NestPlan,
+        offsets: &[(i64, i64)],
+    ) -> Fallible<A::V> {
+        let arith = self.arith;
+        Ok(match e {
+            FastVal::Const(c) => arith.constant(*c),
+            FastVal::FromInt(form, dtype) => {
+                let form = &plan.forms[*form];
+                // rare (an index used as a number): evaluated whole
+                let mut index = self.int(&form.offset)?;
+                let mut vars = plan
+                    .levels
+                    .iter()
+                    .map(|l| self.ints[l.var])
+                    .collect::<Vec<_>>();
+                if let Some(last) = vars.last_mut() {
+                    *last = v;
+                }
+                for (coeff, var) in form.coeffs.iter().zip(vars) {
+                    index = self
+                        .int(coeff)?
+                        .checked_mul(var)
+                        .and_then(|c| c.checked_add(index))
+                        .ok_or_else(|| overflow(form.offset.span))?;
+                }
+                arith.index(index, *dtype)
+            }
+            FastVal::Slot(slot) => {
+                let Some(cell) = &self.vals[*slot] else {
+                    return Err(read_before_write(Span::default(), "a local"));
+                };
+                arith.load(cell, self.program.vals[*slot])
+            }
+            FastVal::Read(read) => self.read_at(plan, *read, v, offsets)?,
+            FastVal::Neg(a) => {
+                let a = self.fast_val(a, v, plan, offsets)?;
+                arith.neg(a)
+            }
+            FastVal::Product(a, b, dtype) => {
+                let a = self.read_at(plan, *a, v, offsets)?;
+                let b = self.read_at(plan, *b, v, offsets)?;
+                arith.binary(ValOp::Mul, a, b, *dtype)
+            }
+            FastVal::Bin(op, a, b, dtype) => {
+                let a = self.fast_val(a, v, plan, offsets)?;
+                let b = self.fast_val(b, v, plan, offsets)?;
+                arith.binary(*op, a, b, *dtype)
+            }
+            FastVal::Func(func, args, dtype) => {
+                let mut values = [arith.constant(0.0); 2];
+                for (slot, arg) in values.iter_mut().zip(args) {
+                    *slot = self.fast_val(arg, v, plan, offsets)?;
+                }
+                arith.func(*func, &values[..args.len().min(2)], *dtype)
+            }
+            FastVal::Cast(a, dtype) => {
+                let a = self.fast_val(a, v, plan, offsets)?;
+                arith.cast(a, *dtype)
+            }
+        })
     }
 
     fn count_update(&mut self, op: AssignOp, mac: bool, compare: bool) {
@@ -453,7 +830,7 @@ impl<'p, A: Arith> Frame<'p, A> {
         }
     }
 
-    fn condition(&mut self, cond: &Bool) -> Result<bool, SemanticsError> {
+    fn condition(&mut self, cond: &Bool) -> Fallible<bool> {
         Ok(match cond {
             Bool::Const(b) => *b,
             Bool::Not(c) => !self.condition(c)?,
@@ -473,17 +850,17 @@ impl<'p, A: Arith> Frame<'p, A> {
             Bool::Present(tensor) => self.tensors[*tensor].present,
             Bool::CompareVal(..) | Bool::IsNan(_) => {
                 // The checker allows value comparisons only inside `select`.
-                return Err(SemanticsError::run(
+                return Err(Box::new(SemanticsError::run(
                     Span::default(),
                     "a value comparison outside `select`",
                     "choose between values with `select`",
-                ));
+                )));
             }
         })
     }
 
     /// A `select` condition: `None` when the arithmetic cannot decide it.
-    fn value_condition(&mut self, cond: &Bool) -> Result<Option<bool>, SemanticsError> {
+    fn value_condition(&mut self, cond: &Bool) -> Fallible<Option<bool>> {
         Ok(match cond {
             Bool::CompareVal(operands, ops) => {
                 let mut left = self.val(&operands[0])?;
@@ -518,7 +895,7 @@ impl<'p, A: Arith> Frame<'p, A> {
         })
     }
 
-    fn int(&self, e: &Int) -> Result<i64, SemanticsError> {
+    fn int(&self, e: &Int) -> Fallible<i64> {
         Ok(match &e.kind {
             IntKind::Const(v) => *v,
             IntKind::Slot(slot) => self.ints[*slot],
@@ -537,11 +914,11 @@ impl<'p, A: Arith> Frame<'p, A> {
                 }
                 _ => {
                     let name = &self.program.params[*param].name;
-                    return Err(SemanticsError::run(
+                    return Err(Box::new(SemanticsError::run(
                         e.span,
                         format!("the sample has no value of the right kind for `{name}`"),
                         "declare the parameter with the kind the kernel takes",
-                    ));
+                    )));
                 }
             },
             IntKind::Neg(a) => self.int(a)?.checked_neg().ok_or_else(|| overflow(e.span))?,
@@ -552,11 +929,11 @@ impl<'p, A: Arith> Frame<'p, A> {
                     IntOp::Sub => a.checked_sub(b),
                     IntOp::Mul => a.checked_mul(b),
                     IntOp::Div | IntOp::Rem if b == 0 => {
-                        return Err(SemanticsError::run(
+                        return Err(Box::new(SemanticsError::run(
                             e.span,
                             "a division by zero",
                             "guard the division, or constrain the contract so the divisor is never 0",
-                        ));
+                        )));
                     }
                     IntOp::Div => crate::expr::floor_div(a, b),
                     IntOp::Rem => crate::expr::floor_mod(a, b),
@@ -579,7 +956,7 @@ impl<'p, A: Arith> Frame<'p, A> {
     }
 
     /// The flat position of an element, every index checked against its axis.
-    fn flat(&self, tensor: usize, index: &[Int], span: Span) -> Result<usize, SemanticsError> {
+    fn flat(&self, tensor: usize, index: &[Int], span: Span) -> Fallible<usize> {
         let storage = &self.tensors[tensor];
         if !storage.present {
             return Err(absent(&self.program.tensors[tensor].name, span));
@@ -595,20 +972,20 @@ impl<'p, A: Arith> Frame<'p, A> {
                 Ok(at) if at < *dim => flat += at * stride,
                 _ => {
                     let name = &self.program.tensors[tensor].name;
-                    return Err(SemanticsError::run(
+                    return Err(Box::new(SemanticsError::run(
                         i.span,
                         format!(
                             "index {at} is outside `{name}` on axis {axis} (`{name}.dim[{axis}]` is {dim})"
                         ),
                         "guard the access with an `if` on its indices, or fix the index arithmetic",
-                    ));
+                    )));
                 }
             }
         }
         Ok(flat)
     }
 
-    fn val(&mut self, e: &Val) -> Result<A::V, SemanticsError> {
+    fn val(&mut self, e: &Val) -> Fallible<A::V> {
         let arith = self.arith;
         Ok(match &e.kind {
             ValKind::Const(v) => arith.constant(*v),
@@ -681,33 +1058,38 @@ impl<'p, A: Arith> Frame<'p, A> {
     }
 }
 
+/// Where a nest's arithmetic overflowed (the nest's first update).
+fn this_span(plan: &NestPlan) -> Span {
+    plan.updates.first().map_or(Span::default(), |u| u.span)
+}
+
 enum TraceTarget {
     Slot(usize),
     Element(usize, usize),
 }
 
-fn overflow(span: Span) -> SemanticsError {
-    SemanticsError::run(
+fn overflow(span: Span) -> Box<SemanticsError> {
+    Box::new(SemanticsError::run(
         span,
         "index arithmetic overflows 64 bits",
         "keep index arithmetic within the tensors' sizes",
-    )
+    ))
 }
 
-fn absent(name: &str, span: Span) -> SemanticsError {
-    SemanticsError::run(
+fn absent(name: &str, span: Span) -> Box<SemanticsError> {
+    Box::new(SemanticsError::run(
         span,
         format!("`{name}` is absent on this sample"),
         format!("guard its use with `if present({name}):`"),
-    )
+    ))
 }
 
-fn read_before_write(span: Span, what: &str) -> SemanticsError {
-    SemanticsError::run(
+fn read_before_write(span: Span, what: &str) -> Box<SemanticsError> {
+    Box::new(SemanticsError::run(
         span,
         format!("{what} is read before it is written"),
         "give it a first value with `=` before reading it or updating it with `+=`",
-    )
+    ))
 }
 
 fn never_written(name: &str, dims: &[usize], flat: usize) -> SemanticsError {

@@ -75,6 +75,7 @@ fn conv_signature(bias: bool, transposed: bool) -> Signature {
         inputs,
         outputs: vec![tensor("out", 4, false)],
         params,
+        undeclared_absent: true,
     }
 }
 
@@ -304,6 +305,7 @@ fn transposed_conv_and_max_pool_semantics_agree_with_the_hand_written_oracles() 
                 inputs: vec![tensor("x", 4, false)],
                 outputs: vec![tensor("out", 4, false)],
                 params: vec![param("kernel_size", None), param("stride", None)],
+                undeclared_absent: false,
             },
             DType::F64,
         );
@@ -344,6 +346,7 @@ fn relu_program() -> (ir::Program, Signature) {
         inputs: vec![tensor("x", 2, false)],
         outputs: vec![tensor("out", 2, false)],
         params: Vec::new(),
+        undeclared_absent: false,
     };
     (
         compile(
@@ -428,6 +431,7 @@ fn run_error(src: &str) -> SemanticsError {
         inputs: vec![tensor("x", 4, false), tensor("bias", 1, true)],
         outputs: vec![tensor("out", 4, false)],
         params: vec![param("stride", Some(2))],
+        undeclared_absent: false,
     };
     let program = compile(src, &signature, DType::F32);
     let inputs = [Some((vec![1, 1, 3, 3], vec![0.5; 9])), None];
@@ -504,4 +508,87 @@ fn highlighting_classes_keywords_names_numbers_and_comments() {
     assert!(classes.contains(&("max", Highlight::Function)));
     assert!(classes.contains(&("0.5", Highlight::Number)));
     assert!(classes.contains(&("# every element", Highlight::Comment)));
+}
+
+#[test]
+#[ignore = "a timing probe, run by hand in release"]
+fn speed_probe() {
+    let conv = Conv {
+        x: vec![2, 8, 20, 20],
+        w: vec![16, 8, 3, 3],
+        stride: (1, 1),
+        padding: (1, 1),
+        dilation: (1, 1),
+        groups: 1,
+        out: vec![2, 16, 20, 20],
+    };
+    let mut rng = Rng::new(3);
+    let dtype = DType::F32;
+    let program = compile(CONV2D, &conv_signature(true, false), dtype);
+    let x = values(&mut rng, &conv.x, dtype);
+    let w = values(&mut rng, &conv.w, dtype);
+    let inputs = [
+        Some((conv.x.clone(), x.clone())),
+        Some((conv.w.clone(), w.clone())),
+        None,
+    ];
+    let params = [
+        pair(conv.stride),
+        pair(conv.padding),
+        pair(conv.dilation),
+        ParamValue::Int(1),
+    ];
+    let run_inputs = Inputs {
+        inputs: &inputs,
+        outputs: std::slice::from_ref(&conv.out),
+        params: &params,
+        dtype,
+    };
+    let t = std::time::Instant::now();
+    let exact = run(&program, &run_inputs, &Exact::default(), false).unwrap();
+    let t_exact = t.elapsed();
+    let t = std::time::Instant::now();
+    let _ = run(&program, &run_inputs, &Rounded::default(), false).unwrap();
+    let t_rounded = t.elapsed();
+    let old_inputs = [
+        Some(Input {
+            dims: conv.x.clone(),
+            values: x,
+        }),
+        Some(Input {
+            dims: conv.w.clone(),
+            values: w,
+        }),
+    ];
+    let t = std::time::Instant::now();
+    let _ = oracle::reference("Conv2D", &old_inputs, &sample_of(&conv)).unwrap();
+    let t_old = t.elapsed();
+    println!(
+        "taps {} exact {t_exact:?} rounded {t_rounded:?} old {t_old:?}",
+        exact.counts.taps
+    );
+}
+
+#[test]
+fn the_convolution_tap_nest_is_planned() {
+    let program = compile(CONV2D, &conv_signature(true, false), DType::F32);
+    fn planned(ops: &[ir::Op]) -> Vec<usize> {
+        ops.iter()
+            .flat_map(|op| match op {
+                ir::Op::For {
+                    plan: Some(plan), ..
+                } => vec![plan.levels.len()],
+                ir::Op::For { body, .. } => planned(body),
+                ir::Op::If {
+                    then, otherwise, ..
+                } => {
+                    let mut v = planned(then);
+                    v.extend(planned(otherwise));
+                    v
+                }
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+    assert_eq!(planned(&program.body), vec![3]);
 }

@@ -28,6 +28,7 @@ mod repro;
 mod rules;
 pub mod run;
 pub mod sample;
+mod semantic;
 mod shrink;
 mod special;
 mod values;

@@ -36,16 +36,6 @@ impl SpecialRun {
 const SPECIAL_SAMPLES: usize = 6;
 
 impl Gate<'_> {
-    /// Whether the contract claims a summation order the oracle can replay.
-    fn claims_order(&self) -> bool {
-        let claimed = self
-            .raw
-            .precision
-            .as_ref()
-            .is_some_and(|p| p.order.is_some());
-        claimed && oracle::has_order(&self.op_kind)
-    }
-
     /// The naive nested sum in `dtype`, when the contract claims that order.
     fn ordered_reference(
         &self,
@@ -56,14 +46,6 @@ impl Gate<'_> {
         self.claims_order()
             .then(|| oracle::ordered(&self.op_kind, dtype, inputs, sample))
             .flatten()
-    }
-
-    /// The NaN policy the contract declares.
-    fn nan_policy(&self) -> NanPolicy {
-        match self.raw.precision.as_ref().and_then(|p| p.nan.as_ref()) {
-            Some(nan) if nan.value == "ignore" => NanPolicy::Ignore,
-            _ => NanPolicy::Propagate,
-        }
     }
 
     /// Runs special values through `kernel`; false after reporting a failure.

@@ -1,0 +1,343 @@
+//! The contract's semantics, resolved: its own `semantics` pseudo-code, or its op kind's
+//! standard semantics ([`crate::semantics::standard`]), parsed once and checked against the
+//! contract's signature — its inputs with their ranks, its outputs with the ranks of their shape
+//! rules, its op-param fields — for every dtype its first input declares. Problems are
+//! diagnostics at the exact place in the pseudo-code (in the author's file, or in the standard
+//! semantics chapter for an op kind's).
+
+use super::raw::RawContract;
+use super::resolved::{Contract, ShapeRule};
+use crate::diag::{Code, Diagnostic};
+use crate::expr::Span;
+use crate::semantics::{self, SemanticsError, SemanticsErrorKind, SigTensor, Signature, ir};
+use crate::source::SourceFile;
+use fkc_provider::{DType, ParamKind};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Where a contract's semantics come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Its own `semantics` field.
+    Own,
+    /// Its op kind's standard semantics.
+    Standard(String),
+}
+
+/// A contract's semantics, checked.
+#[derive(Debug, Clone)]
+pub struct Semantics {
+    pub text: String,
+    pub origin: Origin,
+    pub signature: Signature,
+    /// The checked program for each dtype of the contract's first input.
+    pub programs: Vec<(DType, ir::Program)>,
+    /// Where the text sits in the author's file (its own semantics).
+    map: TextMap,
+}
+
+impl Semantics {
+    /// The checked program for `dtype` (the first one when `dtype` is not declared).
+    pub fn program(&self, dtype: DType) -> Option<&ir::Program> {
+        self.programs
+            .iter()
+            .find(|(d, _)| *d == dtype)
+            .or(self.programs.first())
+            .map(|(_, p)| p)
+    }
+
+    /// A diagnostic for an error of the semantics (parse, check or run), located in the
+    /// author's file for the contract's own semantics, and at `op_kind` (with the line of the
+    /// standard semantics quoted) for an op kind's.
+    pub fn diagnostic(
+        &self,
+        error: &SemanticsError,
+        raw: &RawContract,
+        source: &Arc<SourceFile>,
+    ) -> Diagnostic {
+        diagnostic(error, &self.text, &self.origin, &self.map, raw, source)
+    }
+}
+
+/// Where each line of a text is in the file: (offset in the text, offset in the file).
+#[derive(Debug, Clone, Default)]
+struct TextMap {
+    lines: Vec<(usize, usize)>,
+    /// The whole field, when the lines could not be found.
+    fallback: Range<usize>,
+}
+
+impl TextMap {
+    /// Finds each line of `text` at the end of a line of the file after `span.start` (a block
+    /// scalar's lines are indented, perhaps inside a block quote), or the whole of a one-line
+    /// scalar.
+    fn of(file: &str, span: &Range<usize>, text: &str) -> TextMap {
+        let fallback = span.clone();
+        let written = file.get(span.clone()).unwrap_or("");
+        let quote = usize::from(written.starts_with('"') || written.starts_with('\''));
+        if !text.contains('\n') && written.get(quote..).is_some_and(|w| w.starts_with(text)) {
+            return TextMap {
+                lines: vec![(0, span.start + quote)],
+                fallback,
+            };
+        }
+        let mut lines = Vec::new();
+        let mut file_lines = file
+            .get(span.start..)
+            .unwrap_or("")
+            .split_inclusive('\n')
+            .scan(span.start, |at, line| {
+                let start = *at;
+                *at += line.len();
+                Some((start, line))
+            })
+            .skip(1); // the `|` line
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            let content = line.trim_end_matches('\n');
+            if !content.trim().is_empty() {
+                let found = file_lines
+                    .by_ref()
+                    .find(|(_, l)| l.trim_end_matches(['\n', '\r']).ends_with(content));
+                let Some((start, file_line)) = found else {
+                    return TextMap {
+                        lines: Vec::new(),
+                        fallback,
+                    };
+                };
+                let end = file_line.trim_end_matches(['\n', '\r']).len();
+                lines.push((at, start + end - content.len()));
+            }
+            at += line.len();
+        }
+        TextMap { lines, fallback }
+    }
+
+    /// The file span of a span of the text.
+    fn file_span(&self, span: Span) -> Range<usize> {
+        let index = self.lines.partition_point(|(text, _)| *text <= span.start);
+        match index.checked_sub(1).and_then(|i| self.lines.get(i)) {
+            Some(&(text, file)) => {
+                let start = file + (span.start - text);
+                start..start + span.len().max(1)
+            }
+            None => self.fallback.clone(),
+        }
+    }
+}
+
+/// The contract's signature, as the semantics see it (`standard`: an op kind's semantics,
+/// which may name optional inputs the contract does not declare).
+fn signature(raw: &RawContract, contract: &Contract, standard: bool) -> Signature {
+    let inputs = raw
+        .inputs
+        .iter()
+        .map(|input| SigTensor {
+            name: input.name.value.clone(),
+            rank: input
+                .rank
+                .as_ref()
+                .and_then(|r| usize::try_from(r.value).ok())
+                .unwrap_or(0),
+            optional: input.optional.as_ref().is_some_and(|o| o.value),
+        })
+        .collect();
+    let outputs = contract
+        .outputs
+        .iter()
+        .map(|output| SigTensor {
+            name: output.name.clone(),
+            rank: output.shape.as_ref().map_or(0, ShapeRule::rank),
+            optional: false,
+        })
+        .collect();
+    let params = raw
+        .op_params
+        .iter()
+        .flat_map(|p| &p.fields)
+        .filter_map(|field| {
+            let width = match ParamKind::parse(&field.kind.value)? {
+                ParamKind::Usize => None,
+                ParamKind::UsizePair => Some(2),
+                ParamKind::UsizeArray4 => Some(4),
+            };
+            Some(ir::Param {
+                name: field.name.value.clone(),
+                width,
+            })
+        })
+        .collect();
+    Signature {
+        inputs,
+        outputs,
+        params,
+        undeclared_absent: standard,
+    }
+}
+
+/// Resolves a contract's semantics (its own, or its op kind's standard ones); `None` when it
+/// has neither, or they do not check (the diagnostics say why).
+pub fn resolve(
+    raw: &RawContract,
+    contract: &Contract,
+    source: &Arc<SourceFile>,
+) -> (Option<Arc<Semantics>>, Vec<Diagnostic>) {
+    let (text, origin, map) = match &raw.semantics {
+        Some(own) => (
+            own.value.clone(),
+            Origin::Own,
+            TextMap::of(&source.text, &own.span, &own.value),
+        ),
+        None => {
+            let Some(kind) = raw.op_kind.as_ref().map(|k| k.value.as_str()) else {
+                return (None, Vec::new());
+            };
+            let Some(standard) = semantics::standard::of(kind) else {
+                return (None, Vec::new());
+            };
+            (
+                standard.text.clone(),
+                Origin::Standard(kind.to_owned()),
+                TextMap::default(),
+            )
+        }
+    };
+    let report = |error: &SemanticsError| diagnostic(error, &text, &origin, &map, raw, source);
+    let ast = match semantics::parse(&text) {
+        Ok(ast) => ast,
+        Err(error) => return (None, vec![report(&error)]),
+    };
+    let signature = signature(raw, contract, matches!(origin, Origin::Standard(_)));
+    let mut dtypes: Vec<DType> = raw
+        .inputs
+        .first()
+        .map(|i| i.dtypes.iter().map(|d| d.value).collect())
+        .unwrap_or_default();
+    dtypes.dedup();
+    if dtypes.is_empty() {
+        dtypes.push(DType::F32);
+    }
+    let mut programs = Vec::new();
+    for dtype in dtypes {
+        match semantics::check(&ast, &signature, dtype) {
+            Ok(program) => programs.push((dtype, program)),
+            Err(errors) => {
+                let problems = match &origin {
+                    Origin::Own => errors.iter().map(report).collect(),
+                    Origin::Standard(kind) => misfit(kind, &errors, raw, source),
+                };
+                return (None, problems);
+            }
+        }
+    }
+    let resolved = Semantics {
+        text,
+        origin,
+        signature,
+        programs,
+        map,
+    };
+    (Some(Arc::new(resolved)), Vec::new())
+}
+
+/// An op kind's standard semantics that do not fit a contract (which declares other inputs or
+/// fields): not an error of the contract — the importer says what differs from the carrier —
+/// but its values go unchecked, which a note says (and `check --deny unchecked` refuses).
+fn misfit(
+    kind: &str,
+    errors: &[SemanticsError],
+    raw: &RawContract,
+    source: &Arc<SourceFile>,
+) -> Vec<Diagnostic> {
+    let span = raw
+        .op_kind
+        .as_ref()
+        .map_or(raw.kernel.span.clone(), |k| k.span.clone());
+    let first = errors.first().map_or(String::new(), |e| e.message.clone());
+    vec![
+        Diagnostic::note(
+            Code::NoSemantics,
+            source,
+            span,
+            format!(
+                "values unchecked: the standard semantics of `{kind}` do not fit this contract ({first})"
+            ),
+        )
+        .with_help(format!(
+            "declare the inputs and op-param fields `{kind}`'s semantics name, or give the contract `semantics` of its own"
+        )),
+    ]
+}
+
+fn code(kind: SemanticsErrorKind) -> Code {
+    match kind {
+        SemanticsErrorKind::Syntax => Code::SemanticsSyntax,
+        SemanticsErrorKind::UnknownName => Code::SemanticsName,
+        SemanticsErrorKind::Type => Code::SemanticsType,
+        SemanticsErrorKind::Run => Code::SemanticsRun,
+        SemanticsErrorKind::Budget => Code::SemanticsBudget,
+    }
+}
+
+fn diagnostic(
+    error: &SemanticsError,
+    text: &str,
+    origin: &Origin,
+    map: &TextMap,
+    raw: &RawContract,
+    source: &Arc<SourceFile>,
+) -> Diagnostic {
+    let (span, message, line) = match origin {
+        Origin::Own => (map.file_span(error.span), error.message.clone(), None),
+        Origin::Standard(kind) => {
+            let span = raw
+                .op_kind
+                .as_ref()
+                .map_or(raw.kernel.span.clone(), |k| k.span.clone());
+            let line = text
+                .get(..error.span.start.min(text.len()))
+                .map_or(0, |before| before.matches('\n').count());
+            let quoted = text.lines().nth(line).unwrap_or("").trim();
+            (
+                span,
+                format!("in the standard semantics of `{kind}`: {}", error.message),
+                Some(format!(
+                    "{}, line {}: `{quoted}`",
+                    semantics::standard::CHAPTER_PATH,
+                    line + 1
+                )),
+            )
+        }
+    };
+    let mut diagnostic = Diagnostic::error(code(error.kind), source, span, message);
+    diagnostic.notes.extend(line);
+    if let Some(help) = &error.help {
+        diagnostic.help.push(help.clone());
+    }
+    if matches!(origin, Origin::Standard(_)) && error.kind != SemanticsErrorKind::Run {
+        diagnostic.help.push(
+            "the contract's inputs, outputs and op-param fields must be the ones its op kind's semantics name, or the contract gives `semantics` of its own".to_owned(),
+        );
+    }
+    diagnostic
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_block_scalar_maps_back_to_its_lines_in_the_file() {
+        let file = "x:\n  semantics: |\n    for i in out:\n      out[i] = x[i]\n";
+        let start = file.find('|').unwrap();
+        let text = "for i in out:\n  out[i] = x[i]\n";
+        let map = TextMap::of(file, &(start..file.len()), text);
+        let at = text.find("x[i]").unwrap();
+        let span = map.file_span(Span::new(at, at + 4));
+        assert_eq!(&file[span], "x[i]");
+        let quoted = "k: \"out[0] = 1\"\n";
+        let map = TextMap::of(quoted, &(3..quoted.len() - 1), "out[0] = 1");
+        assert_eq!(&quoted[map.file_span(Span::new(9, 10))], "1");
+    }
+}

@@ -1,0 +1,642 @@
+//! Compiled loop nests: most of a program's time is its innermost loop nests — the `ci, kh, kw`
+//! taps of a convolution, the window of a pooling, the `k` of a matrix product — so each
+//! perfect nest of loops (each level's body: index definitions, then the next loop; the
+//! innermost's: index definitions, at most one chain of `if`s, the updates) whose indices are
+//! affine in its variables is planned once per program. Every index becomes a [`Form`]
+//! `Σ cᵢ·vᵢ + offset` (coefficients and offset free of the nest's variables), every condition a
+//! bound `form >= 0` on the deepest variable it involves, and every element access one form per
+//! axis. On each entry the plan evaluates the forms' offsets once (their coefficients once per
+//! run when they use no loop variable), then walks the nest with each level's range cut to
+//! where its bounds pass, checks every access at both ends of each innermost range (an affine
+//! index is monotone there), and runs only the updates, with a base and a step per access.
+//! Anything it cannot plan — or an access out of bounds, which the generic walk then reports
+//! precisely — falls back to the generic walk.
+
+use super::ast::{AssignOp, CmpOp};
+use super::ir::{Bool, Func, Int, IntKind, IntOp, Op, Update, Val, ValKind, ValOp};
+use crate::expr::Span;
+use fkc_provider::DType;
+use std::collections::HashMap;
+
+/// `Σ coeffs[i]·vᵢ + offset` over the nest's variables (outermost first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Form {
+    pub coeffs: Vec<Int>,
+    pub offset: Int,
+    /// The coefficients use no loop variable or local: evaluated once per run.
+    pub fixed_coeffs: bool,
+    /// This form's number among the program's forms (for the per-run cache).
+    pub id: usize,
+}
+
+/// An element access: one form per axis (with the span of its index expression).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Access {
+    pub tensor: usize,
+    pub axes: Vec<(usize, Span)>,
+    pub span: Span,
+}
+
+/// A value expression with its accesses numbered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FastVal {
+    Const(f64),
+    FromInt(usize, DType),
+    Slot(usize),
+    /// The access with this number in [`NestPlan::reads`].
+    Read(usize),
+    Neg(Box<FastVal>),
+    /// `a[…] * b[…]`: two accesses multiplied (the taps of a convolution or a product).
+    Product(usize, usize, DType),
+    Bin(ValOp, Box<FastVal>, Box<FastVal>, DType),
+    Func(Func, Vec<FastVal>, DType),
+    Cast(Box<FastVal>, DType),
+}
+
+/// What an update writes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Target {
+    Slot(usize),
+    /// The access with this number in [`NestPlan::writes`].
+    Element(usize),
+}
+
+/// One update of the innermost body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastUpdate {
+    pub target: Target,
+    pub op: AssignOp,
+    pub value: FastVal,
+    pub update: Update,
+    /// Value operations per execution (for the `ops` count).
+    pub ops: u64,
+    pub span: Span,
+}
+
+/// One loop of the nest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    pub var: usize,
+    pub lo: usize,
+    pub hi: usize,
+    /// Forms that must be `>= 0` for the innermost body to run, whose deepest variable is
+    /// this level's.
+    pub bounds: Vec<usize>,
+}
+
+/// A loop nest, planned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestPlan {
+    pub levels: Vec<Level>,
+    pub forms: Vec<Form>,
+    /// Conditions free of the nest's variables (the body runs only when they hold).
+    pub invariant: Vec<Bool>,
+    pub reads: Vec<Access>,
+    pub writes: Vec<Access>,
+    pub updates: Vec<FastUpdate>,
+    /// The innermost loop's iterations are taps.
+    pub taps: bool,
+    /// Each access axis (access number among reads then writes, axis, form), grouped by the
+    /// deepest level whose variable its index uses (the last group: none, checked on entry).
+    pub checks: Vec<Vec<(usize, usize, usize)>>,
+}
+
+/// Plans every loop nest of `body` that can be planned, numbering their forms from `*forms`
+/// (the program's count of forms, updated).
+pub fn plan_all(body: &mut [Op], forms: &mut usize) {
+    for op in body {
+        match op {
+            Op::For { .. } => {
+                if let Some(plan) = plan_nest(op, forms) {
+                    if let Op::For { plan: slot, .. } = op {
+                        *slot = Some(Box::new(plan));
+                    }
+                } else if let Op::For { body, .. } = op {
+                    plan_all(body, forms);
+                }
+            }
+            Op::If {
+                then, otherwise, ..
+            } => {
+                plan_all(then, forms);
+                plan_all(otherwise, forms);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The plan of the nest rooted at `root`, when all of it can be planned.
+fn plan_nest(root: &Op, forms: &mut usize) -> Option<NestPlan> {
+    let mut planner = Planner {
+        vars: Vec::new(),
+        defs: HashMap::new(),
+        plan: NestPlan {
+            levels: Vec::new(),
+            forms: Vec::new(),
+            invariant: Vec::new(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+            updates: Vec::new(),
+            taps: false,
+            checks: Vec::new(),
+        },
+        first_form: *forms,
+    };
+    planner.level(root)?;
+    planner.group_checks();
+    // Taps are counted in closed form: every level's range must be a box.
+    let rectangular = planner.plan.levels.iter().all(|level| {
+        [level.lo, level.hi]
+            .iter()
+            .all(|f| planner.plan.forms[*f].coeffs.iter().all(is_zero))
+    });
+    if !rectangular || planner.plan.updates.is_empty() {
+        return None;
+    }
+    *forms += planner.plan.forms.len();
+    Some(planner.plan)
+}
+
+struct Planner {
+    /// The nest's variables, outermost first.
+    vars: Vec<usize>,
+    /// Index locals defined in the nest, as forms over its variables.
+    defs: HashMap<usize, Linear>,
+    plan: NestPlan,
+    first_form: usize,
+}
+
+/// A form while planning: coefficients per nest variable so far, and the offset.
+#[derive(Debug, Clone)]
+struct Linear {
+    coeffs: Vec<Int>,
+    offset: Int,
+}
+
+fn int(kind: IntKind, span: Span) -> Int {
+    Int { kind, span }
+}
+
+fn constant(value: i64) -> Int {
+    int(IntKind::Const(value), Span::default())
+}
+
+fn is_zero(e: &Int) -> bool {
+    matches!(e.kind, IntKind::Const(0))
+}
+
+/// `a op b`, folded where one side is a neutral constant or both are constants.
+fn combine(op: IntOp, a: Int, b: Int) -> Int {
+    use IntKind::Const;
+    match (op, &a.kind, &b.kind) {
+        (IntOp::Add, Const(0), _) | (IntOp::Mul, Const(1), _) => b,
+        (IntOp::Add | IntOp::Sub, _, Const(0)) | (IntOp::Mul, _, Const(1)) => a,
+        (IntOp::Mul, Const(0), _) | (IntOp::Mul, _, Const(0)) => constant(0),
+        (IntOp::Add, Const(x), Const(y)) if x.checked_add(*y).is_some() => constant(x + y),
+        (IntOp::Sub, Const(x), Const(y)) if x.checked_sub(*y).is_some() => constant(x - y),
+        (IntOp::Mul, Const(x), Const(y)) if x.checked_mul(*y).is_some() => constant(x * y),
+        _ => {
+            let span = a.span.to(b.span);
+            int(IntKind::Bin(op, Box::new(a), Box::new(b)), span)
+        }
+    }
+}
+
+/// Whether `e` reads no integer slot (so it is fixed for a whole run).
+fn fixed(e: &Int) -> bool {
+    match &e.kind {
+        IntKind::Slot(_) => false,
+        IntKind::Const(_) | IntKind::Dim { .. } | IntKind::Rank(_) | IntKind::Param { .. } => true,
+        IntKind::Neg(a) => fixed(a),
+        IntKind::Bin(_, a, b) => fixed(a) && fixed(b),
+        IntKind::Min(items) | IntKind::Max(items) => items.iter().all(fixed),
+    }
+}
+
+impl Planner {
+    /// Groups every access axis by the deepest level its index uses.
+    fn group_checks(&mut self) {
+        let depth = self.plan.levels.len();
+        let mut checks = vec![Vec::new(); depth + 1];
+        let accesses = self.plan.reads.iter().chain(&self.plan.writes);
+        for (access, a) in accesses.enumerate() {
+            for (axis, (form, _)) in a.axes.iter().enumerate() {
+                let deepest = self.plan.forms[*form]
+                    .coeffs
+                    .iter()
+                    .rposition(|c| !is_zero(c));
+                checks[deepest.unwrap_or(depth)].push((access, axis, *form));
+            }
+        }
+        self.plan.checks = checks;
+    }
+
+    /// One level of the nest: a loop whose body is index definitions and then either the
+    /// next level or the innermost body.
+    fn level(&mut self, op: &Op) -> Option<()> {
+        let Op::For {
+            var,
+            lo,
+            hi,
+            body,
+            taps,
+            ..
+        } = op
+        else {
+            return None;
+        };
+        let (lo, hi) = (self.linear(lo)?, self.linear(hi)?);
+        self.vars.push(*var);
+        let (lo, hi) = (self.form(lo), self.form(hi));
+        self.plan.levels.push(Level {
+            var: *var,
+            lo,
+            hi,
+            bounds: Vec::new(),
+        });
+        let definitions = body
+            .iter()
+            .take_while(|op| {
+                matches!(
+                    op,
+                    Op::SetInt {
+                        op: AssignOp::Set,
+                        ..
+                    }
+                )
+            })
+            .count();
+        for op in &body[..definitions] {
+            if let Op::SetInt { slot, value, .. } = op {
+                let linear = self.linear(value)?;
+                self.defs.insert(*slot, linear);
+            }
+        }
+        match &body[definitions..] {
+            [next @ Op::For { .. }] => self.level(next),
+            rest if !rest.iter().any(|op| matches!(op, Op::For { .. })) => {
+                self.plan.taps = *taps;
+                self.innermost(rest)
+            }
+            _ => None,
+        }
+    }
+
+    /// The innermost body: updates, or one chain of `if`s (no `else`) around them.
+    fn innermost(&mut self, ops: &[Op]) -> Option<()> {
+        match ops {
+            [
+                Op::If {
+                    cond,
+                    then,
+                    otherwise,
+                },
+            ] if otherwise.is_empty() => {
+                self.condition(cond)?;
+                let definitions = then
+                    .iter()
+                    .take_while(|op| {
+                        matches!(
+                            op,
+                            Op::SetInt {
+                                op: AssignOp::Set,
+                                ..
+                            }
+                        )
+                    })
+                    .count();
+                for op in &then[..definitions] {
+                    if let Op::SetInt { slot, value, .. } = op {
+                        let linear = self.linear(value)?;
+                        self.defs.insert(*slot, linear);
+                    }
+                }
+                self.innermost(&then[definitions..])
+            }
+            updates => {
+                for op in updates {
+                    self.update(op)?;
+                }
+                Some(())
+            }
+        }
+    }
+
+    fn update(&mut self, op: &Op) -> Option<()> {
+        let (target, op, value, update, span) = match op {
+            Op::SetVal {
+                slot,
+                op,
+                value,
+                update,
+                span,
+            } => (Target::Slot(*slot), *op, value, *update, *span),
+            Op::Store {
+                tensor,
+                index,
+                op,
+                value,
+                update,
+                span,
+            } => {
+                let access = self.access(*tensor, index, *span)?;
+                self.plan.writes.push(access);
+                let target = Target::Element(self.plan.writes.len() - 1);
+                (target, *op, value, *update, *span)
+            }
+            _ => return None,
+        };
+        let value = self.value(value)?;
+        let ops = count_ops(&value) + u64::from(op != AssignOp::Set);
+        self.plan.updates.push(FastUpdate {
+            target,
+            op,
+            value,
+            update,
+            ops,
+            span,
+        });
+        Some(())
+    }
+
+    /// Registers a form (its coefficients padded to the nest's depth later) and returns its
+    /// number in the plan.
+    fn form(&mut self, linear: Linear) -> usize {
+        let fixed_coeffs = linear.coeffs.iter().all(fixed);
+        self.plan.forms.push(Form {
+            coeffs: linear.coeffs,
+            offset: linear.offset,
+            fixed_coeffs,
+            id: self.first_form + self.plan.forms.len(),
+        });
+        self.plan.forms.len() - 1
+    }
+
+    /// `e` as a linear form over the nest's variables so far, or `None` when it is not
+    /// affine in them.
+    fn linear(&self, e: &Int) -> Option<Linear> {
+        let depth = self.vars.len();
+        let free = |e: &Int| Linear {
+            coeffs: vec![constant(0); depth],
+            offset: e.clone(),
+        };
+        Some(match &e.kind {
+            IntKind::Slot(slot) => {
+                if let Some(level) = self.vars.iter().position(|v| v == slot) {
+                    let mut coeffs = vec![constant(0); depth];
+                    coeffs[level] = constant(1);
+                    Linear {
+                        coeffs,
+                        offset: constant(0),
+                    }
+                } else if let Some(def) = self.defs.get(slot) {
+                    let mut def = def.clone();
+                    def.coeffs.resize(depth, constant(0));
+                    def
+                } else {
+                    free(e)
+                }
+            }
+            IntKind::Const(_) | IntKind::Dim { .. } | IntKind::Rank(_) | IntKind::Param { .. } => {
+                free(e)
+            }
+            IntKind::Neg(a) => {
+                let a = self.linear(a)?;
+                Linear {
+                    coeffs: a
+                        .coeffs
+                        .into_iter()
+                        .map(|c| combine(IntOp::Sub, constant(0), c))
+                        .collect(),
+                    offset: combine(IntOp::Sub, constant(0), a.offset),
+                }
+            }
+            IntKind::Bin(op, a, b) => {
+                let (a, b) = (self.linear(a)?, self.linear(b)?);
+                let a_free = a.coeffs.iter().all(is_zero);
+                let b_free = b.coeffs.iter().all(is_zero);
+                match op {
+                    IntOp::Add | IntOp::Sub => Linear {
+                        coeffs: a
+                            .coeffs
+                            .into_iter()
+                            .zip(b.coeffs)
+                            .map(|(x, y)| combine(*op, x, y))
+                            .collect(),
+                        offset: combine(*op, a.offset, b.offset),
+                    },
+                    IntOp::Mul if a_free => scale(b, &a.offset),
+                    IntOp::Mul if b_free => scale(a, &b.offset),
+                    IntOp::Div | IntOp::Rem if a_free && b_free => free(&int(
+                        IntKind::Bin(*op, Box::new(a.offset), Box::new(b.offset)),
+                        e.span,
+                    )),
+                    _ => return None,
+                }
+            }
+            IntKind::Min(items) | IntKind::Max(items) => {
+                let all: Option<Vec<Linear>> = items.iter().map(|i| self.linear(i)).collect();
+                let all = all?;
+                if !all.iter().all(|l| l.coeffs.iter().all(is_zero)) {
+                    return None;
+                }
+                let offsets = all.into_iter().map(|l| l.offset).collect();
+                let kind = if matches!(e.kind, IntKind::Min(_)) {
+                    IntKind::Min(offsets)
+                } else {
+                    IntKind::Max(offsets)
+                };
+                free(&int(kind, e.span))
+            }
+        })
+    }
+
+    /// The innermost body's condition: `&&` splits, conditions free of the nest's variables
+    /// are kept whole, comparisons of affine indices become bounds.
+    fn condition(&mut self, cond: &Bool) -> Option<()> {
+        match cond {
+            Bool::And(a, b) => {
+                self.condition(a)?;
+                self.condition(b)
+            }
+            Bool::Const(_) | Bool::Present(_) => {
+                self.plan.invariant.push(cond.clone());
+                Some(())
+            }
+            Bool::CompareInt(operands, ops) => {
+                let linear: Option<Vec<Linear>> = operands.iter().map(|o| self.linear(o)).collect();
+                let linear = linear?;
+                for (op, pair) in ops.iter().zip(linear.windows(2)) {
+                    let difference = Linear {
+                        coeffs: pair[0]
+                            .coeffs
+                            .iter()
+                            .zip(&pair[1].coeffs)
+                            .map(|(a, b)| combine(IntOp::Sub, a.clone(), b.clone()))
+                            .collect(),
+                        offset: combine(IntOp::Sub, pair[0].offset.clone(), pair[1].offset.clone()),
+                    };
+                    self.bound(*op, difference)?;
+                }
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    /// `d op 0` as bounds `form >= 0`, each on the deepest variable it involves.
+    fn bound(&mut self, op: CmpOp, d: Linear) -> Option<()> {
+        let negate = |l: &Linear| Linear {
+            coeffs: l
+                .coeffs
+                .iter()
+                .map(|c| combine(IntOp::Sub, constant(0), c.clone()))
+                .collect(),
+            offset: combine(IntOp::Sub, constant(0), l.offset.clone()),
+        };
+        let minus_one = |l: Linear| Linear {
+            coeffs: l.coeffs,
+            offset: combine(IntOp::Sub, l.offset, constant(1)),
+        };
+        let forms = match op {
+            CmpOp::Ge => vec![d],
+            CmpOp::Gt => vec![minus_one(d)],
+            CmpOp::Le => vec![negate(&d)],
+            CmpOp::Lt => vec![minus_one(negate(&d))],
+            CmpOp::Eq => vec![negate(&d), d],
+            CmpOp::Ne => return None,
+        };
+        for linear in forms {
+            let deepest = linear.coeffs.iter().rposition(|c| !is_zero(c));
+            let form = self.form(linear);
+            match deepest {
+                Some(level) => self.plan.levels[level].bounds.push(form),
+                None => {
+                    // free of the nest: checked once per entry, as a bound on the outermost
+                    // level whose coefficient is zero (it passes or empties the range)
+                    self.plan.levels.first_mut()?.bounds.push(form);
+                }
+            }
+        }
+        Some(())
+    }
+
+    fn access(&mut self, tensor: usize, index: &[Int], span: Span) -> Option<Access> {
+        let mut axes = Vec::with_capacity(index.len());
+        for i in index {
+            let linear = self.linear(i)?;
+            axes.push((self.form(linear), i.span));
+        }
+        Some(Access { tensor, axes, span })
+    }
+
+    fn value(&mut self, v: &Val) -> Option<FastVal> {
+        Some(match &v.kind {
+            ValKind::Const(c) => FastVal::Const(*c),
+            ValKind::FromInt(i, dtype) => {
+                let linear = self.linear(i)?;
+                FastVal::FromInt(self.form(linear), *dtype)
+            }
+            ValKind::Slot(slot) => FastVal::Slot(*slot),
+            ValKind::Read { tensor, index } => {
+                let access = self.access(*tensor, index, v.span)?;
+                self.plan.reads.push(access);
+                FastVal::Read(self.plan.reads.len() - 1)
+            }
+            ValKind::Neg(a) => FastVal::Neg(Box::new(self.value(a)?)),
+            ValKind::Bin(op, a, b, dtype) => {
+                let (a, b) = (self.value(a)?, self.value(b)?);
+                match (op, a, b) {
+                    (ValOp::Mul, FastVal::Read(a), FastVal::Read(b)) => {
+                        FastVal::Product(a, b, *dtype)
+                    }
+                    (op, a, b) => FastVal::Bin(*op, Box::new(a), Box::new(b), *dtype),
+                }
+            }
+            ValKind::Func(func, args, dtype) => {
+                let args: Option<Vec<FastVal>> = args.iter().map(|a| self.value(a)).collect();
+                FastVal::Func(*func, args?, *dtype)
+            }
+            ValKind::Cast(a, dtype) => FastVal::Cast(Box::new(self.value(a)?), *dtype),
+            ValKind::Select(..) => return None,
+        })
+    }
+}
+
+/// `l · k` for a `k` free of the nest's variables.
+fn scale(l: Linear, k: &Int) -> Linear {
+    Linear {
+        coeffs: l
+            .coeffs
+            .into_iter()
+            .map(|c| combine(IntOp::Mul, c, k.clone()))
+            .collect(),
+        offset: combine(IntOp::Mul, l.offset, k.clone()),
+    }
+}
+
+/// Value operations one evaluation of `v` does.
+fn count_ops(v: &FastVal) -> u64 {
+    match v {
+        FastVal::Const(_) | FastVal::FromInt(..) | FastVal::Slot(_) | FastVal::Read(_) => 0,
+        FastVal::Neg(a) | FastVal::Cast(a, _) => count_ops(a),
+        FastVal::Product(..) => 1,
+        FastVal::Bin(_, a, b, _) => 1 + count_ops(a) + count_ops(b),
+        FastVal::Func(_, args, _) => 1 + args.iter().map(count_ops).sum::<u64>(),
+    }
+}
+
+/// The range of `v` within `lo..hi` where every bound `a·v + b >= 0` holds (given each bound's
+/// evaluated `(a, b)`); `None` on overflow.
+pub fn solve(lo: i64, hi: i64, bounds: impl Iterator<Item = (i64, i64)>) -> Option<(i64, i64)> {
+    let (mut lo, mut hi) = (lo, hi);
+    for (a, b) in bounds {
+        match a {
+            0 if b < 0 => return Some((lo, lo)),
+            0 => {}
+            1 => lo = lo.max(b.checked_neg()?),
+            -1 => hi = hi.min(b.checked_add(1)?),
+            _ if a > 0 => {
+                // v >= ceil(-b / a)
+                let least = div_ceil(b.checked_neg()?, a)?;
+                lo = lo.max(least);
+            }
+            _ => {
+                // -|a|·v + b >= 0  →  v <= floor(b / |a|)
+                let most = crate::expr::floor_div(b, a.checked_neg()?)?;
+                hi = hi.min(most.checked_add(1)?);
+            }
+        }
+    }
+    Some((lo, hi.max(lo)))
+}
+
+fn div_ceil(n: i64, d: i64) -> Option<i64> {
+    let q = crate::expr::floor_div(n, d)?;
+    Some(if q.checked_mul(d)? == n { q } else { q + 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_solve_into_the_range_that_passes_them() {
+        // 0 <= 2v - 3 < 7  →  v in 2..=4
+        let bounds = [(2, -3), (-2, 3 + 7 - 1)];
+        assert_eq!(solve(0, 10, bounds.into_iter()), Some((2, 5)));
+        assert_eq!(solve(0, 3, bounds.into_iter()), Some((2, 3)));
+        assert_eq!(solve(0, 10, [(0, -1)].into_iter()), Some((0, 0)));
+        assert_eq!(solve(5, 10, [(-1, 2)].into_iter()), Some((5, 5)));
+        // every v from -5 to 5 against brute force
+        for a in -3..=3 {
+            for b in -7..=7 {
+                let (lo, hi) = solve(-5, 6, [(a, b)].into_iter()).unwrap_or((0, 0));
+                for v in -5..6 {
+                    assert_eq!(a * v + b >= 0, (lo..hi).contains(&v), "{a}v + {b} at {v}");
+                }
+            }
+        }
+    }
+}

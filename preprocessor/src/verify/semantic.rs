@@ -1,0 +1,193 @@
+//! The gate's oracle: the contract's semantics run on the very operands the kernel ran on — in
+//! `f64` with a forward error bound (every element's exact value, how far a kernel may be from
+//! it, and the special values some order of its sums may give), or, where the contract claims
+//! an order, in the dtype in exactly the written order (compared bit for bit). Every run also
+//! counts the work for the cost checks. A failure of the semantics themselves on a sample (an
+//! index outside its tensor, an element never written) is reported in the pseudo-code.
+
+use super::Gate;
+use super::oracle::Input;
+use super::sample::Sample;
+use super::shrink::sample_note;
+use crate::providers::Kernel;
+use crate::semantics::{self, Approx, Counts, Exact, ParamValue, Rounded};
+use fkc_provider::DType;
+
+/// What the semantics say about one run of a kernel.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    /// Per output, per element.
+    pub outputs: Vec<Elements>,
+    pub counts: Counts,
+}
+
+/// The expected elements of one output.
+#[derive(Debug, Clone)]
+pub enum Elements {
+    /// The oracle: each element's exact value, bound and possible special values.
+    Bounded(Vec<Approx>),
+    /// The order reference: each element bit for bit.
+    Ordered(Vec<f64>),
+}
+
+/// How the semantics are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// In f64 with a bound (the oracle).
+    Bounded,
+    /// In the dtype, in the written order.
+    Ordered,
+}
+
+impl Gate<'_> {
+    /// Whether the contract has semantics the gate can run.
+    pub(super) fn has_semantics(&self) -> bool {
+        self.domain.contract.semantics.is_some()
+    }
+
+    /// Whether values are held to the written order (`precision.order`).
+    pub(super) fn claims_order(&self) -> bool {
+        let claimed = self
+            .raw
+            .precision
+            .as_ref()
+            .is_some_and(|p| p.order.is_some());
+        claimed && self.has_semantics()
+    }
+
+    /// The semantics run on `inputs` (the kernel's operands, in the kernel's operand order) for
+    /// `sample` with outputs of the `predicted` shapes: `Ok(None)` without semantics, `Err`
+    /// after reporting that the semantics fail on this sample.
+    pub(super) fn expected(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        inputs: &[Option<Input>],
+        predicted: &[Vec<i64>],
+        mode: Mode,
+    ) -> Result<Option<Expected>, ()> {
+        let Some(semantics) = self.domain.contract.semantics.clone() else {
+            return Ok(None);
+        };
+        let Some(program) = semantics.program(dtype) else {
+            return Ok(None);
+        };
+        let by_name = |name: &str| {
+            kernel
+                .inputs
+                .iter()
+                .position(|d| d.name == name)
+                .and_then(|slot| inputs.get(slot))
+                .and_then(Option::as_ref)
+                .map(|input| (input.dims.clone(), input.values.clone()))
+        };
+        let run_inputs: Vec<Option<(Vec<usize>, Vec<f64>)>> = semantics
+            .signature
+            .inputs
+            .iter()
+            .map(|input| by_name(&input.name))
+            .collect();
+        let outputs: Vec<Vec<usize>> = predicted
+            .iter()
+            .map(|dims| {
+                dims.iter()
+                    .map(|d| usize::try_from(*d).unwrap_or(0))
+                    .collect()
+            })
+            .collect();
+        let params = self.param_values(&semantics.signature, sample, predicted);
+        let on = semantics::Inputs {
+            inputs: &run_inputs,
+            outputs: &outputs,
+            params: &params,
+            dtype,
+        };
+        let nan = self.nan_policy();
+        let result = match mode {
+            Mode::Bounded => semantics::run(program, &on, &Exact { nan }, false).map(|outcome| {
+                let exact = Exact { nan };
+                let outputs = outcome
+                    .outputs
+                    .iter()
+                    .map(|cells| {
+                        Elements::Bounded(
+                            cells
+                                .iter()
+                                .map(|c| semantics::Arith::load(&exact, c, dtype))
+                                .collect(),
+                        )
+                    })
+                    .collect();
+                Expected {
+                    outputs,
+                    counts: outcome.counts,
+                }
+            }),
+            Mode::Ordered => {
+                semantics::run(program, &on, &Rounded { nan }, false).map(|outcome| Expected {
+                    outputs: outcome.outputs.into_iter().map(Elements::Ordered).collect(),
+                    counts: outcome.counts,
+                })
+            }
+        };
+        match result {
+            Ok(expected) => Ok(Some(expected)),
+            Err(error) => {
+                let mut diagnostic = semantics.diagnostic(&error, self.raw, self.source);
+                diagnostic.notes.push(sample_note(dtype.name(), sample));
+                self.diagnostics.push(diagnostic);
+                Err(())
+            }
+        }
+    }
+
+    /// Each parameter the semantics name, on `sample`: a drawn field's value, or the dims of
+    /// the operand (or output) a shape-carrying field carries.
+    fn param_values(
+        &self,
+        signature: &semantics::Signature,
+        sample: &Sample,
+        predicted: &[Vec<i64>],
+    ) -> Vec<ParamValue> {
+        use super::sample::Param;
+        let shaped: Vec<(&str, &str)> = self.domain.shaped_fields().collect();
+        signature
+            .params
+            .iter()
+            .map(|param| {
+                if let Some(value) = sample.param(&param.name) {
+                    return match value {
+                        Param::Int(v) => ParamValue::Int(*v),
+                        Param::Ints(vs) => ParamValue::Tuple(vs.clone()),
+                    };
+                }
+                let of = shaped
+                    .iter()
+                    .find(|(field, _)| *field == param.name)
+                    .map(|(_, of)| *of);
+                let dims = of.and_then(|of| {
+                    sample.dims(of).map(<[i64]>::to_vec).or_else(|| {
+                        let index = self
+                            .domain
+                            .contract
+                            .outputs
+                            .iter()
+                            .position(|o| o.name == of)?;
+                        predicted.get(index).cloned()
+                    })
+                });
+                ParamValue::Tuple(dims.unwrap_or_default())
+            })
+            .collect()
+    }
+
+    /// The NaN policy the contract declares.
+    pub(super) fn nan_policy(&self) -> semantics::float::NanPolicy {
+        use semantics::float::NanPolicy;
+        match self.raw.precision.as_ref().and_then(|p| p.nan.as_ref()) {
+            Some(nan) if nan.value == "ignore" => NanPolicy::Ignore,
+            _ => NanPolicy::Propagate,
+        }
+    }
+}
