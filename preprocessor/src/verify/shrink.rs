@@ -183,9 +183,16 @@ fn tries_for(code: Code) -> usize {
 /// Whether a failure is about the sample (so a smaller one and a reproduction make sense):
 /// every behavioural report names its sample with [`sample_note`]; an operands mismatch that
 /// does not (the contract's operands or parameters cannot make a call at all) is about the
-/// contract.
+/// contract, and a kernel not called at all (it hung before, or a time budget is spent) says
+/// nothing about the sample.
 fn about_the_sample(report: &crate::diag::Diagnostic) -> bool {
-    report.code != Code::OperandsMismatch || report.notes.iter().any(|n| n.starts_with("sample ("))
+    let not_called = matches!(
+        report.code,
+        Code::EntryPointHung | Code::ProviderBudget | Code::BuildBudget
+    );
+    !not_called
+        && (report.code != Code::OperandsMismatch
+            || report.notes.iter().any(|n| n.starts_with("sample (")))
 }
 
 /// The note naming the sample a report was made on, as every check writes it.
