@@ -21,7 +21,7 @@ const STDERR_TAIL: usize = 2048;
 /// How often an exited process is looked for while an answer is awaited.
 const WATCH: Duration = Duration::from_millis(25);
 /// How long an ended stream waits for the process's exit status before it is killed.
-const EXIT_GRACE: Duration = Duration::from_millis(500);
+const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// Why a provider could not be started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -364,13 +364,20 @@ fn other_version(line: &[u8]) -> Option<u32> {
 }
 
 /// The command through the platform's shell, in a process group of its own (so that a hung
-/// grandchild, such as the binary under `cargo run`, is killed with it).
+/// grandchild, such as the binary under `cargo run`, is killed with it). A simple command
+/// replaces the shell (`exec`), so that the provider's own stdout is the pipe's only writer:
+/// when it closes it, or exits, the host sees the end at once.
 fn shell(command: &str) -> Command {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         let mut shell = Command::new("sh");
-        shell.arg("-c").arg(command).process_group(0);
+        let line = if is_simple(command) {
+            format!("exec {command}")
+        } else {
+            command.to_owned()
+        };
+        shell.arg("-c").arg(line).process_group(0);
         shell
     }
     #[cfg(not(unix))]
@@ -379,6 +386,14 @@ fn shell(command: &str) -> Command {
         shell.arg("/C").arg(command);
         shell
     }
+}
+
+/// Whether `command` is one simple command (no list, pipeline, grouping, redirection of its
+/// own, leading assignment or keyword), which `exec` may run in the shell's place.
+fn is_simple(command: &str) -> bool {
+    let first = command.split_whitespace().next().unwrap_or("");
+    let keyword = ["if", "for", "while", "until", "case", "!", "exec", "{", "("].contains(&first);
+    !keyword && !first.contains('=') && !command.contains([';', '&', '|', '(', ')', '{', '}', '\n'])
 }
 
 fn kill_group(process: &std::process::Child) {
@@ -427,6 +442,33 @@ fn last_words(text: &str) -> String {
     let chars: Vec<char> = text.trim().chars().collect();
     let tail: String = chars[chars.len().saturating_sub(400)..].iter().collect();
     tail.replace('\n', " ⏎ ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_simple_commands_replace_the_shell() {
+        for simple in [
+            "python3 provider.py",
+            "cargo run -q --release -p my-backend --bin fkc-provider",
+            "'/path with space/fkc-provider' --serve \"$HOME\"",
+        ] {
+            assert!(is_simple(simple), "{simple}");
+        }
+        for compound in [
+            "cd sub && ./provider",
+            "echo hi; cat",
+            "tee in.log | provider",
+            "RUST_LOG=debug provider",
+            "(provider)",
+            "exec provider",
+            "if true; then p; fi",
+        ] {
+            assert!(!is_simple(compound), "{compound}");
+        }
+    }
 }
 
 /// The first few hundred characters of a line.

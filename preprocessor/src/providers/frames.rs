@@ -1,12 +1,15 @@
 //! Bounded frames: a provider's stdout read line by line on a thread of its own, each line at
 //! most `max_line_bytes` long. A longer line is never held whole: reading stops at the limit and
-//! the host is told, so a provider that floods its stdout costs at most one limit of memory.
+//! the host is told, so a provider that floods its stdout costs about one limit of memory.
 //! Lines are handed over one at a time (a rendezvous channel), so a provider that writes many
 //! lines nobody asked for blocks on its own pipe instead of filling the host's memory.
 
 use std::io::{BufRead, BufReader, Read};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::Instant;
+
+/// How much of the stream is read at once.
+const READ_CHUNK: usize = 64 << 10;
 
 /// What the reader found on the provider's stdout.
 #[derive(Debug, PartialEq, Eq)]
@@ -31,7 +34,10 @@ impl Frames {
     /// Starts reading `stdout` on a thread, lines of at most `max_line_bytes`.
     pub fn read(stdout: impl Read + Send + 'static, max_line_bytes: usize) -> Frames {
         let (sender, receiver) = sync_channel(0);
-        std::thread::spawn(move || read_frames(BufReader::new(stdout), max_line_bytes, &sender));
+        std::thread::spawn(move || {
+            let reader = BufReader::with_capacity(READ_CHUNK, stdout);
+            read_frames(reader, max_line_bytes, &sender);
+        });
         Frames {
             receiver,
             ended: false,
@@ -90,8 +96,14 @@ fn next_line(reader: &mut impl BufRead, limit: usize) -> Result<Option<Vec<u8>>,
             Some(end) => (end, true),
             None => (available.len(), false),
         };
-        if line.len() + taken > limit {
+        let needed = line.len() + taken;
+        if needed > limit {
             return Err(limit);
+        }
+        if needed > line.capacity() {
+            // Doubling, but never past the limit: a line costs at most the limit.
+            let grown = needed.max(line.capacity() * 2).min(limit);
+            line.reserve_exact(grown - line.len());
         }
         line.extend_from_slice(&available[..taken]);
         reader.consume(if done { taken + 1 } else { taken });

@@ -39,7 +39,7 @@ pub struct ProviderConfig {
     /// The time limit of the start and handshake (`start-timeout-ms`, default 10 min, enough
     /// for a `cargo run` that compiles the provider first).
     pub start_timeout: Duration,
-    /// The longest answer line read (`max-line-bytes`, default 16 MiB).
+    /// The longest answer line read (`max-line-bytes`, default 4 MiB).
     pub max_line_bytes: usize,
     /// Processes serving calls at once (`jobs`, default 1).
     pub jobs: usize,
@@ -54,8 +54,9 @@ pub struct ProviderConfig {
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default time limit of a provider's start.
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(600);
-/// The default longest answer line: 16 MiB (an F32 output of 2^20 elements takes 8 MiB).
-pub const DEFAULT_MAX_LINE_BYTES: usize = 16 << 20;
+/// The default longest answer line: 4 MiB, a hundred times the largest answer to the gate's
+/// samples (whose dimensions are at most 6); the Judge reads longer ones.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
 /// The default time budget of one provider's calls in one build.
 pub const DEFAULT_PROVIDER_BUDGET: Duration = Duration::from_secs(600);
 /// The default time budget of one build's calls.
@@ -130,15 +131,12 @@ impl Provider {
     }
 
     fn linked(registry: &'static Registry, ledger: Arc<Ledger>) -> Provider {
-        // One binary may link several registries: the registry is part of the identity.
-        let identity =
-            fkc_provider::identity::own_binary().map(|build| format!("{build} {}", registry.path));
         Provider {
             hello: Hello::of(registry),
             description: Description::from(registry),
             backend: Backend::InProcess(registry),
             name: registry.name.to_owned(),
-            identity,
+            identity: None,
             ledger,
             budget: None,
             hung: Mutex::default(),
@@ -199,7 +197,12 @@ impl Provider {
     /// description. Each with the registry's path; `None` (nothing may be cached) when a child
     /// announces no build.
     pub fn identity(&self) -> Option<String> {
-        self.identity.clone()
+        match self.backend {
+            // One binary may link several registries: the registry is part of the identity.
+            Backend::InProcess(registry) => fkc_provider::identity::own_binary()
+                .map(|build| format!("{build} {}", registry.path)),
+            Backend::Child(_) => self.identity.clone(),
+        }
     }
 
     /// Whether the provider runs in this process.

@@ -202,6 +202,9 @@ impl Gate<'_> {
         let diagnostic = self.error(crash.code(), span, format!("`{}`: {crash}", kernel.symbol));
         diagnostic.label = Some("this entry point".to_owned());
         diagnostic.notes.push(sample_note(dtype.name(), sample));
+        if let Crash::TimedOut(_) = crash {
+            diagnostic.notes.push("the entry point is now marked hung: the contract's remaining checks, and every other call of it in this build, do not call it again (FKC0319)".to_owned());
+        }
         diagnostic.help.push(crash.help().to_owned());
     }
 

@@ -181,19 +181,20 @@ pub fn call(
         CallOutcome::Rejected(error) => return Outcome::Rejected(error),
         CallOutcome::Crashed(crash) => return Outcome::Crashed(crash),
     };
-    let repeat_identical =
-        repeat.then(
-            || match kernel.run_expecting(&operands, &values, &expected) {
-                CallOutcome::Outputs(second) => {
-                    second.len() == first.len()
-                        && second
-                            .iter()
-                            .zip(&first)
-                            .all(|(a, b)| a.to_bits() == b.to_bits())
-                }
-                _ => false,
-            },
-        );
+    // A second run that crashed (or was not made) says nothing about determinism.
+    let repeat_identical = match repeat.then(|| kernel.run_expecting(&operands, &values, &expected))
+    {
+        None => None,
+        Some(CallOutcome::Crashed(crash)) => return Outcome::Crashed(crash),
+        Some(CallOutcome::Outputs(second)) => Some(
+            second.len() == first.len()
+                && second
+                    .iter()
+                    .zip(&first)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+        ),
+        Some(CallOutcome::Rejected(_)) => Some(false),
+    };
     Outcome::Accepted {
         outputs: first
             .iter()
