@@ -240,10 +240,14 @@ fn crashing_and_hanging_kernels_are_located_failures_within_the_time_limit() {
 fn provider_commands_that_cannot_serve_are_located_at_the_front_matter() {
     let dir = provider_book("providers-broken");
     let found = errors(&dir);
+    // Each failure at its front matter, and each chapter's contract not verified (FKC0320).
     let expected = owned(&[
         ("FKC0312", "book/missing.md:4"),
+        ("FKC0320", "book/missing.md:19"),
         ("FKC0313", "book/future.md:4"),
+        ("FKC0320", "book/future.md:19"),
         ("FKC0314", "book/wrong-registry.md:7"),
+        ("FKC0320", "book/wrong-registry.md:19"),
     ]);
     assert_eq!(found, expected);
 }
@@ -292,5 +296,110 @@ fn this_repository_s_book_runs_its_provider_in_process() {
     assert!(
         !toml.contains("[preprocessor.fkc.provider"),
         "the book spawns a provider"
+    );
+}
+
+/// A copy of the Python provider's book, run by this test run's binary.
+fn python_book() -> PathBuf {
+    let dir = temp_dir("python-book");
+    let example = repo_root().join("examples/python-provider");
+    copy_dir(&example.join("book"), &dir.join("book"));
+    let toml = std::fs::read_to_string(example.join("book.toml")).unwrap();
+    let ours = format!("command = {:?}", fkc_bin().display().to_string());
+    let provider = format!(
+        "command = {:?}",
+        format!("python3 {}", example.join("provider.py").display())
+    );
+    let toml = toml
+        .replace(
+            "command = \"cargo run --quiet --locked --release -p mdbook-fkc --\"",
+            &ours,
+        )
+        .replace("command = \"python3 provider.py\"", &provider);
+    std::fs::write(dir.join("book.toml"), toml).unwrap();
+    dir
+}
+
+#[test]
+fn a_python_provider_written_from_the_format_reference_verifies_under_real_mdbook() {
+    let dir = python_book();
+    let output = real_mdbook_build(&dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let html = page(&dir, "kernels.html");
+    for kernel in ["relu", "max_pool2d"] {
+        assert!(
+            html.contains(&format!("<h3><code>{kernel}</code></h3>")),
+            "{kernel}"
+        );
+    }
+    assert!(
+        html.contains("30 samples through <code>py_kernels::max_pool2d_f32</code>"),
+        "max_pool2d's admitted samples did not run"
+    );
+    assert!(html.contains("values exactly equal to an independent oracle"));
+    // And it fails when its kernel lies: the gate really runs the Python code.
+    let provider = dir.join("provider.py");
+    let source = std::fs::read_to_string(repo_root().join("examples/python-provider/provider.py"))
+        .unwrap()
+        .replace("if x.value(i) < 0 else p", "if x.value(i) < 0.25 else p");
+    std::fs::write(&provider, source).unwrap();
+    std::fs::copy(
+        repo_root().join("examples/python-provider/fkc_provider.py"),
+        dir.join("fkc_provider.py"),
+    )
+    .unwrap();
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap().replace(
+        &repo_root()
+            .join("examples/python-provider/provider.py")
+            .display()
+            .to_string(),
+        &provider.display().to_string(),
+    );
+    std::fs::write(&toml, text).unwrap();
+    let lied = fkc(&["check"], &dir);
+    assert!(!lied.status.success());
+    assert!(stderr(&lied).contains("error[FKC0409]: `py_kernels::relu_f32` computes"));
+}
+
+#[test]
+fn two_providers_may_each_document_a_kernel_of_the_same_name() {
+    // The demo provider's `relu` and the Python provider's `relu`, in one book.
+    let dir = demo_book();
+    let python = python_book();
+    std::fs::copy(
+        python.join("book/kernels.md"),
+        dir.join("book/python-kernels.md"),
+    )
+    .unwrap();
+    let summary = dir.join("book/SUMMARY.md");
+    let text = std::fs::read_to_string(&summary).unwrap();
+    std::fs::write(&summary, format!("{text}- [Python](python-kernels.md)\n")).unwrap();
+    let python_toml = std::fs::read_to_string(python.join("book.toml")).unwrap();
+    let table = &python_toml[python_toml
+        .find("[preprocessor.fkc.provider.py-kernels]")
+        .unwrap()..];
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{text}\n{table}")).unwrap();
+    let output = fkc(&["check"], &dir);
+    let listed = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        listed.matches("ok   relu (describe-only)").count(),
+        2,
+        "{listed}"
+    );
+    assert!(listed.contains("4 contract(s) verified"), "{listed}");
+    // Within one provider, a name is still taken once.
+    let chapter = dir.join("book/python-kernels.md");
+    let text = std::fs::read_to_string(&chapter).unwrap();
+    std::fs::write(&chapter, text.replace("kernel: max_pool2d", "kernel: relu")).unwrap();
+    let twice = stderr(&fkc(&["check"], &dir));
+    assert!(
+        twice.contains(
+            "error[FKC0307]: kernel `relu` is already defined for the provider `py-kernels`"
+        ),
+        "{twice}"
     );
 }
