@@ -403,3 +403,70 @@ fn two_providers_may_each_document_a_kernel_of_the_same_name() {
         "{twice}"
     );
 }
+
+/// Rewrites the book.toml in `dir` so that the provider command `command` runs between two
+/// `tee`s recording its traffic: `requests.jsonl` and `responses.jsonl` in `dir`.
+fn record_traffic(dir: &Path, command: &str) -> (PathBuf, PathBuf) {
+    let (requests, responses) = (dir.join("requests.jsonl"), dir.join("responses.jsonl"));
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(text.contains(command), "{text}");
+    let recorded = format!(
+        "tee -a '{}' | {command} | tee -a '{}'",
+        requests.display(),
+        responses.display()
+    );
+    std::fs::write(&toml, text.replace(command, &recorded)).unwrap();
+    (requests, responses)
+}
+
+/// Whether recorded traffic is valid under fkc-provider's JSON Schemas (`schema/validate.py`),
+/// with what the validator says.
+fn valid_traffic((requests, responses): &(PathBuf, PathBuf)) -> (bool, String) {
+    let output = Command::new("python3")
+        .arg(repo_root().join("provider/schema/validate.py"))
+        .args([requests, responses])
+        .output()
+        .expect("python3 runs the schema validator (it needs the `jsonschema` package)");
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(
+        !said.contains("ModuleNotFoundError"),
+        "install the validator's package: python3 -m pip install jsonschema\n{said}"
+    );
+    (output.status.success(), said)
+}
+
+#[test]
+fn both_providers_traffic_matches_the_protocol_s_json_schemas() {
+    let rust = demo_book();
+    let command = provider_bins().join("fkc-provider").display().to_string();
+    let traffic = record_traffic(&rust, &command);
+    let output = fkc(&["check", "--no-cache"], &rust);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (valid, said) = valid_traffic(&traffic);
+    assert!(valid, "the Rust provider's traffic: {said}");
+
+    let python = python_book();
+    let command = format!(
+        "python3 {}",
+        repo_root()
+            .join("examples/python-provider/provider.py")
+            .display()
+    );
+    let traffic = record_traffic(&python, &command);
+    let output = fkc(&["check", "--no-cache"], &python);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (valid, said) = valid_traffic(&traffic);
+    assert!(valid, "the Python provider's traffic: {said}");
+
+    // The schemas do reject a wrong message: a `describe` answer whose variants are names.
+    let wrong = crate::faults::faulty_book("describe", &[]);
+    let text = std::fs::read_to_string(wrong.join("book.toml")).unwrap();
+    let start = text.find("python3 faulty.py").unwrap();
+    let command = &text[start..start + text[start..].find('"').unwrap()];
+    let traffic = record_traffic(&wrong, command);
+    assert!(!fkc(&["check", "--no-cache"], &wrong).status.success());
+    let (valid, said) = valid_traffic(&traffic);
+    assert!(!valid, "a wrong description passed: {said}");
+    assert!(said.contains("responses.jsonl:2: answer"), "{said}");
+}
