@@ -470,3 +470,95 @@ fn both_providers_traffic_matches_the_protocol_s_json_schemas() {
     assert!(!valid, "a wrong description passed: {said}");
     assert!(said.contains("responses.jsonl:2: answer"), "{said}");
 }
+
+/// The ```` ```LANG ```` blocks of a Markdown text, in order.
+fn code_blocks<'t>(text: &'t str, lang: &str) -> Vec<&'t str> {
+    let open = format!("```{lang}\n");
+    text.match_indices(&open)
+        .map(|(at, _)| {
+            let body = &text[at + open.len()..];
+            &body[..body.find("\n```").unwrap() + 1]
+        })
+        .collect()
+}
+
+#[test]
+fn an_outside_crate_written_from_the_readme_builds_and_verifies() {
+    // fkc-provider copied out of this workspace, and a crate of its own made of the README's
+    // code alone (its registry dependency pointed at the copy).
+    let dir = temp_dir("outside-crate");
+    copy_dir(&repo_root().join("provider"), &dir.join("fkc-provider"));
+    let readme = std::fs::read_to_string(repo_root().join("provider/README.md")).unwrap();
+    let rust = code_blocks(&readme, "rust");
+    let toml = code_blocks(&readme, "toml");
+    let backend = dir.join("my-backend");
+    std::fs::create_dir_all(backend.join("src/bin")).unwrap();
+    std::fs::write(backend.join("src/lib.rs"), rust[0]).unwrap();
+    std::fs::write(backend.join("src/bin/fkc-provider.rs"), rust[1]).unwrap();
+    let dependencies = toml[0].replace(
+        "fkc-provider = \"0.2\"",
+        "fkc-provider = { path = \"../fkc-provider\" }",
+    );
+    std::fs::write(
+        backend.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"my-backend\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n{dependencies}\n[workspace]\n"
+        ),
+    )
+    .unwrap();
+    // The workspace's lock file: the same dependency versions, already downloaded.
+    std::fs::copy(repo_root().join("Cargo.lock"), backend.join("Cargo.lock")).unwrap();
+    let target = repo_root().join("target/fkc-outside");
+    let built = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--offline",
+            "--release",
+            "--bin",
+            "fkc-provider",
+        ])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(&backend)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", stderr(&built));
+    // A book naming it, as the README says, with the demo's relu contract for its kernel.
+    let binary = target.join("release/fkc-provider");
+    let table = toml[1].replace(
+        "cargo run -q --release -p my-backend --bin fkc-provider",
+        &binary.display().to_string(),
+    );
+    std::fs::write(
+        dir.join("book.toml"),
+        format!("[book]\ntitle = \"outside\"\nsrc = \"book\"\n\n[preprocessor.fkc]\n\n{table}"),
+    )
+    .unwrap();
+    let demo = std::fs::read_to_string(repo_root().join("examples/demo-provider/book/kernels.md"))
+        .unwrap();
+    let relu = &demo[demo.find("```fkc\nkernel: relu").unwrap()..];
+    let relu = &relu[..relu.find("\n```\n").unwrap() + 5];
+    let chapter = format!(
+        "---\nfkc_version: 1\nprovider:\n  name: my-backend\n  backend: Cpu\n  kernel_source: \"my-backend\"\n  link_registry: my_backend::REGISTRY\n  revision_base: \"my:0.1.0\"\n---\n# relu\n\n{}",
+        relu.replace("demo-provider", "my-backend")
+            .replace(
+                "\"demo_provider::relu_f32\" # and demo_provider::relu_f64",
+                "\"my_backend::relu_f32\""
+            )
+            .replace("dtypes: [F32, F64]", "dtypes: [F32]")
+    );
+    std::fs::create_dir_all(dir.join("book")).unwrap();
+    std::fs::write(
+        dir.join("book/SUMMARY.md"),
+        "# Summary\n\n- [relu](relu.md)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("book/relu.md"), chapter).unwrap();
+    let output = fkc(&["check", "--no-cache"], &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("ok   relu (describe-only) book/relu.md:"),
+        "{}",
+        stdout(&output)
+    );
+}
