@@ -84,7 +84,7 @@ codes! {
     UnknownRegistry = "FKC0306", "the provider's link registry is not known",
         "`provider.link_registry` must name the built-in registry (`fuel_reference_backend::fkc::ENTRY_POINTS`, run in process) or the registry of a provider configured in book.toml: `[preprocessor.fkc.provider.NAME]` with `command = \"cargo run -q --release -p my-backend --bin fkc-provider\"`, matched by the front matter's `provider.name: NAME`.";
     DuplicateKernel = "FKC0307", "a kernel name is used by two contracts",
-        "Kernel names are unique across the book: the registry, the inventory and cross-references find a contract by its name.";
+        "Kernel names are unique per provider: the registry, the inventory and cross-references find a contract by its provider and name. Two providers may each document a kernel of the same name; one provider documents each kernel once.";
     RevisionHashMismatch = "FKC0308", "kernel_revision_hash differs from the computed hash",
         "`kernel_revision_hash: auto` is computed from the provider's `revision_base`, the kernel name and the canonical contract. An authored hash must equal that computed value; write `auto` to let the preprocessor compute it.";
     OpKindVariantMismatch = "FKC0309", "op_kind and op_params.variant name different carriers",
@@ -96,7 +96,7 @@ codes! {
     ProviderStart = "FKC0312", "the provider command cannot start or does not answer",
         "A configured provider's command is run through the shell in the book's directory; it must answer the protocol's handshake and `describe` on stdout (its `main` is `fkc_provider::serve(&REGISTRY)`). A command that cannot be run, exits, prints something else or does not answer within `start-timeout-ms` is this error, located at the chapter's `provider.name`.";
     ProviderProtocol = "FKC0313", "the provider speaks another protocol version",
-        "The handshake carries the provider protocol's version. A provider built against another fkc-provider version answers with its own; rebuild it against the version this mdbook-fkc speaks (the format reference specifies the protocol).";
+        "The handshake carries the provider protocol's version. A provider built against another fkc-provider version answers with its own (a provider of protocol 1, fkc-provider 0.1, whose messages have no ids, gets this error); rebuild it against the version this mdbook-fkc speaks (the format reference specifies the protocol).";
     ProviderRegistryMismatch = "FKC0314", "the provider serves another registry",
         "The front matter's `provider.link_registry` must be the registry the named provider serves (its handshake says which). Correct the path, or the provider's command.";
     ProviderDescription = "FKC0316", "the provider's description cannot be read",
