@@ -284,13 +284,23 @@ impl<'r> BookChecker<'r> {
         let front = front_block
             .as_ref()
             .and_then(|block| self.front_matter(&source, block, &mut front_diagnostics));
-        // Where the chapter's provider failed, when it did: its contracts are not verified.
+        // Where the chapter's provider failed, when it did (it could not start, greet or
+        // describe itself, or serves another registry): its contracts are not verified.
         let mut provider_failed = None;
         let provider = match &front {
             Some(front) => {
                 let (provider, found) =
                     crate::import::check_provider(&source, front, &mut self.providers);
-                provider_failed = found.iter().find(|d| d.is_error()).map(|d| {
+                let failed = |d: &&Diagnostic| {
+                    matches!(
+                        d.code,
+                        Code::ProviderStart
+                            | Code::ProviderProtocol
+                            | Code::ProviderRegistryMismatch
+                            | Code::ProviderDescription
+                    )
+                };
+                provider_failed = found.iter().find(failed).map(|d| {
                     let at = source.line_col(d.span.start);
                     format!("{}:{}:{} ({})", source.path, at.line, at.column, d.code)
                 });

@@ -444,6 +444,12 @@ fn last_words(text: &str) -> String {
     tail.replace('\n', " ⏎ ")
 }
 
+/// The first few hundred characters of a line.
+pub(super) fn clip(text: &str) -> String {
+    let line: String = text.trim().chars().take(400).collect();
+    line.replace('\n', " ⏎ ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,10 +475,4 @@ mod tests {
             assert!(!is_simple(compound), "{compound}");
         }
     }
-}
-
-/// The first few hundred characters of a line.
-pub(super) fn clip(text: &str) -> String {
-    let line: String = text.trim().chars().take(400).collect();
-    line.replace('\n', " ⏎ ")
 }
