@@ -41,6 +41,7 @@ mod render;
 pub mod report;
 mod resolve;
 mod revision;
+pub mod semantics;
 pub mod source;
 mod verify;
 mod yaml;

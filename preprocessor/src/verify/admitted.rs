@@ -2,6 +2,7 @@
 //! determinism holding on the result; a rejection is a shrunk counterexample (under-constrained),
 //! a crash or a hang is always a failure.
 
+use super::cost::{FlopsCount, kind_name};
 use super::run::{Outcome, call};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay, sample_note};
@@ -23,7 +24,7 @@ impl Gate<'_> {
         let mut worst: f64 = 0.0;
         let mut all_exact = true;
         let mut flops_checked = 0;
-        let mut largest_gap: f64 = 0.0;
+        let mut flops_kind = FlopsCount::MACS | FlopsCount::TAPS;
         for (index, (sample, predicted)) in samples.iter().enumerate() {
             let seed = self.seed ^ index as u64;
             let before = self.diagnostics.len();
@@ -43,11 +44,13 @@ impl Gate<'_> {
             ran += 1;
             worst = worst.max(agreement.worst);
             all_exact &= agreement.exact;
-            if let Some((_, low, high)) = agreement.flops {
-                flops_checked += 1;
-                if high > 0 {
-                    largest_gap = largest_gap.max(1.0 - low as f64 / high as f64);
+            if let Some(count) = agreement.flops {
+                if flops_kind & count.equals == 0 {
+                    self.flops_inconsistent(kernel, dtype, sample, flops_kind, &count);
+                    return false;
                 }
+                flops_kind &= count.equals;
+                flops_checked += 1;
             }
         }
         let oracle = match &self.named_oracle {
@@ -80,9 +83,9 @@ impl Gate<'_> {
             self.evidence.rows.push((
                 "`flops` against the work done".to_owned(),
                 format!(
-                    "on {flops_checked} {} samples `flops` lies between 2 × the multiply-adds performed and 2 × the taps the loop nest visits, both counted by the oracle (padding taps are visited but skipped: up to {:.0}% of the taps on these samples)",
+                    "on every one of {flops_checked} {} samples `flops` equals {}, counted by the oracle",
                     dtype.name(),
-                    largest_gap * 100.0
+                    kind_name(flops_kind)
                 ),
             ));
         }

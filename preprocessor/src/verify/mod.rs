@@ -177,8 +177,8 @@ struct Agreement {
     exact: bool,
     /// The largest error as a fraction of its bound.
     worst: f64,
-    /// For multiply-add kernels with a `flops` formula: (flops, 2 × MACs performed, 2 × taps visited).
-    flops: Option<(i64, u64, u64)>,
+    /// For multiply-add kernels with a `flops` formula: which work count it equals.
+    flops: Option<cost::FlopsCount>,
 }
 
 struct Gate<'a> {
@@ -192,6 +192,13 @@ struct Gate<'a> {
     op_kind: String,
     /// The entry point the contract names as its oracle (`oracle:`), if any.
     named_oracle: Option<named::NamedOracle<'a>>,
+    /// Of the elements the special-values check compared in the current dtype, those whose
+    /// value depends on the summation order, and all of them.
+    order_dependent: usize,
+    special_elements: usize,
+    /// For a selection (a max), the windows the special-values check saw holding a NaN among
+    /// numbers (where the NaN policy decides the result).
+    nan_mixed: Option<usize>,
 }
 
 impl<'a> Gate<'a> {
@@ -217,6 +224,9 @@ impl<'a> Gate<'a> {
                 .or_else(|| first_kernel.op_kind.clone())
                 .unwrap_or_default(),
             named_oracle: None,
+            order_dependent: 0,
+            special_elements: 0,
+            nan_mixed: None,
         }
     }
 }
@@ -341,6 +351,9 @@ mod tests {
             seed: 1,
             op_kind: String::new(),
             named_oracle: None,
+            order_dependent: 0,
+            special_elements: 0,
+            nan_mixed: None,
         };
         let (admitted, broken) = gate.draw(DType::F32, VerifyOptions::default());
         assert!(!admitted.is_empty() && !broken.is_empty());

@@ -119,6 +119,8 @@ impl Gate<'_> {
                 magnitude: vec![0.0; count],
                 terms: 0,
                 work: None,
+                envelopes: Vec::new(),
+                nan_mixed: None,
             },
         }))
     }

@@ -8,6 +8,7 @@
 //! roundings that Higham's `K·u / (1 − K·u)` (TOSA's verifier) approximates from above.
 
 use super::sample::Sample;
+pub use crate::semantics::float::{NanPolicy, gamma, largest, smallest_subnormal, unit_roundoff};
 use fkc_provider::DType;
 
 /// The oracle's answer for one output tensor.
@@ -21,6 +22,180 @@ pub struct Reference {
     /// For multiply-add kernels: (multiply-adds really performed, taps the loop nest visits,
     /// padding taps included).
     pub work: Option<(u64, u64)>,
+    /// Per element, what summing its terms in some order can give: filled for sums when the
+    /// oracle is asked for envelopes ([`reference_envelopes`]), empty otherwise.
+    pub envelopes: Vec<Envelope>,
+    /// For selections (max pooling): the windows holding a NaN among numbers, where the NaN
+    /// policy decides the result.
+    pub nan_mixed: Option<usize>,
+}
+
+/// What summing one element's terms can give when the order of the additions is not fixed:
+/// in the dtype (each term a value of the dtype, an overflowing product already ±Inf), a NaN
+/// term, or a +Inf and a −Inf term, make NaN in every order; otherwise a partial sum may
+/// overflow to ±Inf in some orders (when the positive or the negative terms alone reach the
+/// dtype's largest finite value), and an infinite term met by the opposite overflow makes NaN.
+/// A kernel may also accumulate in a wider type than it stores (the contract does not say
+/// otherwise): then the terms are exact, and the sum overflows only when rounded at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Envelope {
+    /// The terms as the dtype holds them.
+    narrow: Parts,
+    /// The terms exactly (as a wider accumulator holds them).
+    wide: Parts,
+    /// Σ of the exact terms.
+    exact: f64,
+}
+
+/// The terms of a sum, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Parts {
+    /// Σ of the positive finite terms.
+    positive: f64,
+    /// Σ of |the negative finite terms|.
+    negative: f64,
+    nan: bool,
+    plus_infinity: bool,
+    minus_infinity: bool,
+}
+
+/// The results an [`Envelope`] allows (a finite one within the error bound).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcomes {
+    pub finite: bool,
+    pub nan: bool,
+    pub plus_infinity: bool,
+    pub minus_infinity: bool,
+}
+
+impl Outcomes {
+    /// Whether more than one kind of result is possible (the element's value depends on the
+    /// summation order).
+    pub fn order_dependent(&self) -> bool {
+        [
+            self.finite,
+            self.nan,
+            self.plus_infinity,
+            self.minus_infinity,
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count()
+            > 1
+    }
+
+    /// Whether `got` (a finite value already held to the bound by the caller, or a special
+    /// value) is one of these outcomes.
+    pub fn admits_special(&self, got: f64) -> bool {
+        if got.is_nan() {
+            self.nan
+        } else if got == f64::INFINITY {
+            self.plus_infinity
+        } else if got == f64::NEG_INFINITY {
+            self.minus_infinity
+        } else {
+            self.finite
+        }
+    }
+
+    fn union(self, other: Outcomes) -> Outcomes {
+        Outcomes {
+            finite: self.finite || other.finite,
+            nan: self.nan || other.nan,
+            plus_infinity: self.plus_infinity || other.plus_infinity,
+            minus_infinity: self.minus_infinity || other.minus_infinity,
+        }
+    }
+}
+
+impl Parts {
+    #[inline]
+    fn add(&mut self, term: f64) {
+        if term.is_nan() {
+            self.nan = true;
+        } else if term == f64::INFINITY {
+            self.plus_infinity = true;
+        } else if term == f64::NEG_INFINITY {
+            self.minus_infinity = true;
+        } else if term > 0.0 {
+            self.positive += term;
+        } else {
+            self.negative -= term;
+        }
+    }
+
+    /// The results some order of the additions gives with partial sums in `dtype`, whose
+    /// roundings may grow a partial sum by `gamma`.
+    fn outcomes(&self, dtype: DType, gamma: f64) -> Outcomes {
+        let reach = largest(dtype) / (1.0 + gamma);
+        let up = self.positive >= reach; // some order overflows to +Inf
+        let down = self.negative >= reach; // some order overflows to −Inf
+        let only = |nan, plus_infinity, minus_infinity| Outcomes {
+            finite: false,
+            nan,
+            plus_infinity,
+            minus_infinity,
+        };
+        if self.nan || (self.plus_infinity && self.minus_infinity) {
+            only(true, false, false)
+        } else if self.plus_infinity {
+            only(down, true, false)
+        } else if self.minus_infinity {
+            only(up, false, true)
+        } else {
+            Outcomes {
+                finite: true,
+                nan: false,
+                plus_infinity: up,
+                minus_infinity: down,
+            }
+        }
+    }
+}
+
+impl Envelope {
+    /// Adds one term, computed exactly (in f64).
+    #[inline]
+    fn add(&mut self, exact: f64, dtype: DType) {
+        self.narrow.add(in_range(exact, dtype));
+        self.wide.add(exact);
+        self.exact += exact;
+    }
+
+    /// The results some order of the additions gives in `dtype` (roundings growing a partial
+    /// sum by at most `gamma`), or a wider accumulator rounded once to `dtype`.
+    pub fn outcomes(&self, dtype: DType, gamma: f64) -> Outcomes {
+        let narrow = self.narrow.outcomes(dtype, gamma);
+        let mut wide = self.wide.outcomes(DType::F64, gamma);
+        if wide.finite {
+            // One rounding of the wide sum to the dtype may overflow.
+            let edge = largest(dtype) * (1.0 - gamma);
+            wide.plus_infinity |= self.exact >= edge;
+            wide.minus_infinity |= self.exact <= -edge;
+            wide.finite = self.exact.abs() <= largest(dtype) * (1.0 + gamma);
+        }
+        narrow.union(wide)
+    }
+}
+
+/// The envelope of a sum of `terms` (computed exactly) in `dtype`.
+fn envelope(terms: impl Iterator<Item = f64>, dtype: DType) -> Envelope {
+    let mut envelope = Envelope::default();
+    for term in terms {
+        envelope.add(term, dtype);
+    }
+    envelope
+}
+
+/// `value` as the dtype holds it after a rounding: beyond the largest finite value (by more
+/// than half a unit in the last place, approximately) it is ±Inf.
+fn in_range(value: f64, dtype: DType) -> f64 {
+    let limit = largest(dtype) * (1.0 + unit_roundoff(dtype));
+    if value.is_finite() && value.abs() >= limit {
+        value.signum() * f64::INFINITY
+    } else {
+        value
+    }
 }
 
 /// An operand as the oracle sees it: dims and values in f64 (already rounded to the dtype).
@@ -60,34 +235,6 @@ impl View<'_> {
             .copied()
             .unwrap_or(f64::NAN)
     }
-}
-
-/// The unit roundoff of a dtype.
-pub fn unit_roundoff(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => f64::EPSILON / 2.0,
-        DType::F32 => f64::from(f32::EPSILON) / 2.0,
-        DType::BF16 => 2f64.powi(-8),
-        DType::F16 => 2f64.powi(-11),
-    }
-}
-
-/// The smallest positive subnormal of a dtype (absolute slack for underflow in products).
-pub fn smallest_subnormal(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => 5e-324,
-        DType::F32 => 2f64.powi(-149),
-        DType::BF16 => 2f64.powi(-133),
-        DType::F16 => 2f64.powi(-24),
-    }
-}
-
-/// `γ_K = (1 + u)^K − 1`: the largest relative growth of a term through K roundings of
-/// relative error at most `u` (the standard model's product `Π(1 + δ_i)`, each `|δ_i| ≤ u`).
-/// It is what Higham's `K·u / (1 − K·u)` bounds from above when `K·u < 1`, so it is never
-/// looser, and it stays finite for every K (bf16 sums of hundreds of terms included).
-pub fn gamma(terms: usize, u: f64) -> f64 {
-    (terms as f64 * u.ln_1p()).exp_m1()
 }
 
 fn int(sample: &Sample, name: &str, default: usize) -> usize {
@@ -147,7 +294,7 @@ pub fn ordered(
 ) -> Option<Vec<f64>> {
     has_order(op_kind).then_some(())?;
     let (x, w, bias, g) = conv_operands(op_kind, inputs, sample)?;
-    conv2d(x, w, bias, g, Arith::In(dtype)).map(|r| r.values)
+    conv2d(x, w, bias, g, Arith::In(dtype), None).map(|r| r.values)
 }
 
 /// The operands and geometry of a `Conv2D` or `Conv2dSimple` sample.
@@ -177,17 +324,6 @@ fn conv_operands<'i>(
     Some((x, w, bias, geometry))
 }
 
-/// What a max does with a NaN operand (`precision.nan`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NanPolicy {
-    /// Any NaN operand makes the result NaN (IEEE arithmetic; the default).
-    #[default]
-    Propagate,
-    /// A NaN operand is dropped (as Rust's `f32::max` does): the result is NaN only when every
-    /// operand is.
-    Ignore,
-}
-
 /// The reference for an op kind, when an oracle defines it.
 pub fn reference(op_kind: &str, inputs: &[Option<Input>], sample: &Sample) -> Option<Reference> {
     reference_with(op_kind, inputs, sample, NanPolicy::Propagate)
@@ -201,13 +337,24 @@ pub fn reference_with(
     sample: &Sample,
     nan: NanPolicy,
 ) -> Option<Reference> {
+    reference_envelopes(op_kind, inputs, sample, nan, None)
+}
+
+/// [`reference_with`], with each summed element's [`Envelope`] in `dtype` when it is given.
+pub fn reference_envelopes(
+    op_kind: &str,
+    inputs: &[Option<Input>],
+    sample: &Sample,
+    nan: NanPolicy,
+    envelopes: Option<DType>,
+) -> Option<Reference> {
     let first = inputs.first()?.as_ref()?;
     match op_kind {
         "Conv2D" | "Conv2dSimple" => {
             let (x, w, bias, g) = conv_operands(op_kind, inputs, sample)?;
-            conv2d(x, w, bias, g, Arith::Exact)
+            conv2d(x, w, bias, g, Arith::Exact, envelopes)
         }
-        "ConvTranspose2D" => conv_transpose2d(first, inputs.get(1)?.as_ref()?, sample),
+        "ConvTranspose2D" => conv_transpose2d(first, inputs.get(1)?.as_ref()?, sample, envelopes),
         "MaxPool2D" => max_pool2d(
             first,
             int(sample, "kernel_size", 1),
@@ -224,6 +371,8 @@ pub fn reference_with(
             magnitude: vec![0.0; first.values.len()],
             terms: 0,
             work: None,
+            envelopes: Vec::new(),
+            nan_mixed: None,
         }),
         // A copy: the logical values themselves, exactly.
         "Contiguize" => Some(Reference {
@@ -231,6 +380,8 @@ pub fn reference_with(
             magnitude: vec![0.0; first.values.len()],
             terms: 0,
             work: None,
+            envelopes: Vec::new(),
+            nan_mixed: None,
         }),
         _ => None,
     }
@@ -253,11 +404,12 @@ fn conv2d(
     bias: Option<&Input>,
     g: Geometry,
     arith: Arith,
+    envelopes: Option<DType>,
 ) -> Option<Reference> {
     // One monomorphised loop nest per arithmetic: the multiply-add is the oracle's hot path.
     match arith {
         Arith::Exact | Arith::In(DType::F64) => {
-            conv2d_in(x, w, bias, g, |a, b| a * b, |a, b| a + b)
+            conv2d_in(x, w, bias, g, |a, b| a * b, |a, b| a + b, envelopes)
         }
         Arith::In(DType::F32) => conv2d_rounded(x, w, bias, g, f64::from),
         Arith::In(DType::BF16) => {
@@ -283,6 +435,7 @@ fn conv2d_rounded(
         g,
         move |a, b| round(a as f32 * b as f32),
         move |a, b| round(a as f32 + b as f32),
+        None,
     )
 }
 
@@ -310,6 +463,7 @@ fn conv2d_in(
     g: Geometry,
     mul: impl Fn(f64, f64) -> f64,
     add: impl Fn(f64, f64) -> f64,
+    envelopes: Option<DType>,
 ) -> Option<Reference> {
     let (x, w) = (x.view(), w.view());
     let [n, cin, h, wd] = x.dims;
@@ -331,6 +485,8 @@ fn conv2d_in(
         magnitude: Vec::with_capacity(n * cout * out_h * out_w),
         terms: cin_g * kh * kw + 1,
         work: None,
+        envelopes: Vec::new(),
+        nan_mixed: None,
     };
     let mut macs: u64 = 0;
     for b in 0..n {
@@ -356,6 +512,16 @@ fn conv2d_in(
                         sum = add(sum, value);
                         mag += value.abs();
                     }
+                    if let Some(dtype) = envelopes {
+                        let terms = channels.clone().flat_map(|ci| {
+                            row.iter().flat_map(move |&(i, ih)| {
+                                col.iter().map(move |&(j, iw)| {
+                                    x.at(b, group * cin_g + ci, ih, iw) * w.at(co, ci, i, j)
+                                })
+                            })
+                        });
+                        reference.envelopes.push(envelope(terms.chain(bias), dtype));
+                    }
                     reference.values.push(sum);
                     reference.magnitude.push(mag);
                 }
@@ -369,7 +535,12 @@ fn conv2d_in(
 
 /// Gather form of the transposed convolution: `out[n, co, oh, ow] = Σ x[n, ci, ih, iw] · w[ci, co', kh, kw]`
 /// over the taps with `oh + p = ih·s + kh·d` (ci, kh, kw ascending).
-fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> {
+fn conv_transpose2d(
+    x: &Input,
+    w: &Input,
+    sample: &Sample,
+    envelopes: Option<DType>,
+) -> Option<Reference> {
     let (x, w) = (x.view(), w.view());
     let [n, cin, h, wd] = x.dims;
     let [_, cout_g, kh, kw] = w.dims;
@@ -408,6 +579,8 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
         magnitude: Vec::with_capacity(n * cout_g * groups * out_h * out_w),
         terms: cin_g * kh * kw,
         work: None,
+        envelopes: Vec::new(),
+        nan_mixed: None,
     };
     let mut macs: u64 = 0;
     for b in 0..n {
@@ -425,6 +598,16 @@ fn conv_transpose2d(x: &Input, w: &Input, sample: &Sample) -> Option<Reference> 
                             }
                         }
                         macs += (row.len() * col.len()) as u64;
+                    }
+                    if let Some(dtype) = envelopes {
+                        let terms = (group * cin_g..(group + 1) * cin_g).flat_map(|ci| {
+                            row.iter().flat_map(move |&(i, ih)| {
+                                col.iter().map(move |&(j, iw)| {
+                                    x.at(b, ci, ih, iw) * w.at(ci, co_local, i, j)
+                                })
+                            })
+                        });
+                        reference.envelopes.push(envelope(terms, dtype));
                     }
                     reference.values.push(sum);
                     reference.magnitude.push(mag);
@@ -446,6 +629,7 @@ fn max_pool2d(x: &Input, k: usize, stride: usize, nan: NanPolicy) -> Option<Refe
     let out_h = h.checked_sub(k)? / stride + 1;
     let out_w = w.checked_sub(k)? / stride + 1;
     let mut values = Vec::new();
+    let mut mixed = 0;
     for b in 0..n {
         for ch in 0..c {
             for oh in 0..out_h {
@@ -462,6 +646,7 @@ fn max_pool2d(x: &Input, k: usize, stride: usize, nan: NanPolicy) -> Option<Refe
                             }
                         }
                     }
+                    mixed += usize::from(any_nan && seen);
                     let nan_wins = match nan {
                         NanPolicy::Propagate => any_nan,
                         NanPolicy::Ignore => !seen,
@@ -477,6 +662,8 @@ fn max_pool2d(x: &Input, k: usize, stride: usize, nan: NanPolicy) -> Option<Refe
         magnitude,
         terms: 0,
         work: None,
+        envelopes: Vec::new(),
+        nan_mixed: Some(mixed),
     })
 }
 
@@ -504,7 +691,7 @@ mod tests {
             dilation: (1, 1),
             groups: 1,
         };
-        let r = conv2d(&x, &w, None, g, Arith::Exact).unwrap();
+        let r = conv2d(&x, &w, None, g, Arith::Exact, None).unwrap();
         assert_eq!(r.values, vec![8.0, 12.0, 20.0, 24.0]);
         assert_eq!(r.terms, 5);
     }
@@ -518,7 +705,7 @@ mod tests {
             inputs: Vec::new(),
             params: Vec::new(),
         };
-        let r = conv_transpose2d(&x, &w, &sample).unwrap();
+        let r = conv_transpose2d(&x, &w, &sample, None).unwrap();
         assert_eq!(r.values, vec![1.0, 12.0, 20.0]);
     }
 
@@ -567,6 +754,73 @@ mod tests {
         let exact = reference("Conv2dSimple", &inputs, &sample).unwrap().values;
         assert_eq!(exact, vec![1.0 + 2.0 * tiny]);
         assert!(ordered("MaxPool2D", DType::F32, &inputs, &sample).is_none());
+    }
+
+    fn outcomes(terms: &[f64], dtype: DType) -> Outcomes {
+        envelope(terms.iter().copied(), dtype)
+            .outcomes(dtype, gamma(terms.len(), unit_roundoff(dtype)))
+    }
+
+    #[test]
+    fn a_nan_term_or_opposite_infinities_make_nan_in_every_order() {
+        let only_nan = Outcomes {
+            nan: true,
+            ..Outcomes::default()
+        };
+        assert_eq!(outcomes(&[1.0, f64::NAN, 2.0], DType::F64), only_nan);
+        assert_eq!(
+            outcomes(&[f64::INFINITY, 1.0, f64::NEG_INFINITY], DType::F64),
+            only_nan
+        );
+        assert!(!only_nan.order_dependent());
+    }
+
+    #[test]
+    fn partial_sums_that_may_overflow_allow_infinity_as_well_as_the_finite_sum() {
+        // 0.75·max + 0.75·max − 0.75·max: left to right overflows to +Inf, in another order it
+        // is 0.75·max.
+        let big = 0.75 * f64::MAX;
+        let got = outcomes(&[big, big, -big], DType::F64);
+        assert!(got.finite && got.plus_infinity && !got.minus_infinity && !got.nan);
+        assert!(got.order_dependent());
+        // The case: positive terms that may overflow, and a −Inf term: −Inf in some
+        // orders, NaN (+Inf − Inf) in others; never +Inf, never finite.
+        let got = outcomes(&[big, big, f64::NEG_INFINITY], DType::F64);
+        assert_eq!(
+            got,
+            Outcomes {
+                nan: true,
+                minus_infinity: true,
+                ..Outcomes::default()
+            }
+        );
+        assert!(got.admits_special(f64::NEG_INFINITY) && got.admits_special(f64::NAN));
+        assert!(!got.admits_special(f64::INFINITY) && !got.admits_special(1.0));
+    }
+
+    #[test]
+    fn small_terms_allow_only_the_finite_sum() {
+        let got = outcomes(&[1.0, -2.0, 3.5], DType::F32);
+        assert_eq!(
+            got,
+            Outcomes {
+                finite: true,
+                ..Outcomes::default()
+            }
+        );
+        assert!(!got.admits_special(f64::INFINITY) && !got.admits_special(f64::NAN));
+    }
+
+    #[test]
+    fn products_that_overflow_the_dtype_but_not_a_wider_accumulator_allow_both_results() {
+        // In f32 each product overflows (+Inf and −Inf terms: NaN); summed exactly, as an f64
+        // accumulator does, they cancel to a finite value, or leave +Inf when rounded to f32.
+        let big = 0.75 * f64::from(f32::MAX);
+        let square = big * big;
+        let cancel = outcomes(&[square, -square, 1.0], DType::F32);
+        assert!(cancel.nan && cancel.finite && !cancel.plus_infinity);
+        let up = outcomes(&[square, square, -square], DType::F32);
+        assert!(up.nan && up.plus_infinity && !up.minus_infinity);
     }
 
     #[test]

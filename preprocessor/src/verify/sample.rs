@@ -203,6 +203,15 @@ impl Sample {
                 .all(|((value, low), _)| *value == *low || (*low == 0 && *value == 1))
     }
 
+    /// The elements of the present inputs, in all.
+    pub fn elements(&self) -> i64 {
+        self.inputs
+            .iter()
+            .filter(|(_, _, present)| *present)
+            .map(|(_, dims, _)| dims.iter().product::<i64>())
+            .sum()
+    }
+
     pub fn dims(&self, input: &str) -> Option<&[i64]> {
         self.inputs
             .iter()

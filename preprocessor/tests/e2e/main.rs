@@ -17,6 +17,7 @@ mod page;
 mod protocol;
 mod providers;
 mod repro;
+mod seeds;
 mod serve;
 mod snapshot;
 mod support;

@@ -1,0 +1,295 @@
+//! The checked program: every name resolved to a slot (a loop variable or local), a tensor or a
+//! parameter, every expression typed as an index (`i64`), a condition or an element value with
+//! the dtype it is computed in. The interpreter ([`super::run`]) walks this, never the syntax
+//! tree, so no name is looked up while a program runs.
+
+use super::ast::{AssignOp, CmpOp};
+use crate::expr::Span;
+use fkc_provider::DType;
+
+/// The dtype written in the pseudo-code: `T` (the run's element dtype) or a fixed one.
+pub fn parse_dtype(word: &str, t: DType) -> Option<DType> {
+    Some(match word {
+        "T" => t,
+        "f64" => DType::F64,
+        "f32" => DType::F32,
+        "bf16" => DType::BF16,
+        "f16" => DType::F16,
+        _ => return None,
+    })
+}
+
+/// The dtype an operation on values of `a` and `b` is computed in: the wider one (bf16 with
+/// f16 widens to f32, which holds both exactly).
+pub fn wider(a: DType, b: DType) -> DType {
+    let rank = |d: DType| match d {
+        DType::F64 => 3,
+        DType::F32 => 2,
+        DType::BF16 | DType::F16 => 1,
+    };
+    if a == b {
+        a
+    } else if rank(a) == rank(b) {
+        DType::F32
+    } else if rank(a) > rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
+/// Where a tensor comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The contract's `accept.inputs[i]`.
+    Input(usize),
+    /// The contract's `return.outputs[i]`.
+    Output(usize),
+    /// Declared in the pseudo-code (`m: T[n] = -inf`).
+    Local,
+}
+
+/// A tensor the program reads or writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    pub name: String,
+    pub origin: Origin,
+    pub rank: usize,
+    /// May be absent (an optional input).
+    pub optional: bool,
+    /// The dtype its elements are held in (an input's or output's is the run's `T`).
+    pub dtype: DType,
+}
+
+/// A parameter the program reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    pub name: String,
+    /// `None` for a scalar, `Some(n)` for a tuple of `n`.
+    pub width: Option<usize>,
+}
+
+/// An index (integer) expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Int {
+    pub kind: IntKind,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntKind {
+    Const(i64),
+    Slot(usize),
+    Dim {
+        tensor: usize,
+        axis: usize,
+    },
+    Rank(usize),
+    Param {
+        param: usize,
+        element: Option<usize>,
+    },
+    Neg(Box<Int>),
+    Bin(IntOp, Box<Int>, Box<Int>),
+    Min(Vec<Int>),
+    Max(Vec<Int>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntOp {
+    Add,
+    Sub,
+    Mul,
+    /// Floor division.
+    Div,
+    /// Floor modulo.
+    Rem,
+}
+
+/// A condition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bool {
+    Const(bool),
+    Not(Box<Bool>),
+    And(Box<Bool>, Box<Bool>),
+    Or(Box<Bool>, Box<Bool>),
+    /// `a op b op c …` on indices.
+    CompareInt(Vec<Int>, Vec<CmpOp>),
+    /// `a op b …` on element values (only inside `select`).
+    CompareVal(Vec<Val>, Vec<CmpOp>),
+    /// `present(t)`: an optional input was passed.
+    Present(usize),
+    /// `isnan(v)`.
+    IsNan(Box<Val>),
+}
+
+/// An element-value expression; each operation names the dtype it rounds to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Val {
+    pub kind: ValKind,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValKind {
+    Const(f64),
+    /// An index used as a number (exact in `f64`, rounded to `prec`).
+    FromInt(Int, DType),
+    Slot(usize),
+    Read {
+        tensor: usize,
+        index: Vec<Int>,
+    },
+    Neg(Box<Val>),
+    Bin(ValOp, Box<Val>, Box<Val>, DType),
+    Func(Func, Vec<Val>, DType),
+    /// `select(c, a, b)`.
+    Select(Box<Bool>, Box<Val>, Box<Val>),
+    /// `cast(v, dtype)`, or an implicit conversion to a narrower store.
+    Cast(Box<Val>, DType),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// The scalar functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Func {
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Erf,
+    Abs,
+    /// Under the contract's NaN policy; a tie keeps the first argument.
+    Max,
+    Min,
+}
+
+impl Func {
+    pub fn parse(name: &str) -> Option<Func> {
+        Some(match name {
+            "exp" => Func::Exp,
+            "log" => Func::Log,
+            "sqrt" => Func::Sqrt,
+            "rsqrt" => Func::Rsqrt,
+            "tanh" => Func::Tanh,
+            "erf" => Func::Erf,
+            "abs" => Func::Abs,
+            "max" => Func::Max,
+            "min" => Func::Min,
+            _ => return None,
+        })
+    }
+
+    pub fn arity(self) -> usize {
+        match self {
+            Func::Max | Func::Min => 2,
+            _ => 1,
+        }
+    }
+
+    /// How many units in the last place of its dtype an implementation may be off (the
+    /// correctly rounded result is half a unit off): the allowance the error bound grants a
+    /// kernel's own `exp`, `log`, … .
+    pub fn ulp_allowance(self) -> f64 {
+        match self {
+            Func::Abs | Func::Max | Func::Min => 0.0,
+            Func::Sqrt => 0.5,
+            Func::Exp | Func::Log | Func::Tanh | Func::Erf | Func::Rsqrt => 4.0,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Exp => "exp",
+            Func::Log => "log",
+            Func::Sqrt => "sqrt",
+            Func::Rsqrt => "rsqrt",
+            Func::Tanh => "tanh",
+            Func::Erf => "erf",
+            Func::Abs => "abs",
+            Func::Max => "max",
+            Func::Min => "min",
+        }
+    }
+}
+
+/// What a statement of the program does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// `for var in lo..hi`; `taps`: an iteration of this loop is a tap (its body updates a
+    /// reduction directly, perhaps under a condition).
+    For {
+        var: usize,
+        lo: Int,
+        hi: Int,
+        body: Vec<Op>,
+        taps: bool,
+        span: Span,
+    },
+    If {
+        cond: Bool,
+        then: Vec<Op>,
+        otherwise: Vec<Op>,
+    },
+    SetInt {
+        slot: usize,
+        op: AssignOp,
+        value: Int,
+        span: Span,
+    },
+    SetVal {
+        slot: usize,
+        op: AssignOp,
+        value: Val,
+        update: Update,
+        span: Span,
+    },
+    Store {
+        tensor: usize,
+        index: Vec<Int>,
+        op: AssignOp,
+        value: Val,
+        update: Update,
+        span: Span,
+    },
+    /// A local tensor: its shape and every element's first value.
+    Alloc {
+        tensor: usize,
+        shape: Vec<Int>,
+        init: Val,
+        span: Span,
+    },
+}
+
+/// How an assignment counts towards the work done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Update {
+    /// `acc += a * b`: one multiply-add.
+    pub mac: bool,
+    /// `m = max(m, v)` or `min`: a comparison in a reduction.
+    pub compare: bool,
+    /// Part of a reduction (`+=`, `-=`, `*=`, or a max/min of itself).
+    pub reduction: bool,
+}
+
+/// A checked program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    pub body: Vec<Op>,
+    pub tensors: Vec<Tensor>,
+    pub params: Vec<Param>,
+    /// Integer slots (loop variables and index locals).
+    pub ints: usize,
+    /// Value slots and the dtype each holds.
+    pub vals: Vec<DType>,
+    /// Each value slot's name, for traces.
+    pub val_names: Vec<String>,
+}

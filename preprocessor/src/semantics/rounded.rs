@@ -1,0 +1,194 @@
+//! The order reference's arithmetic: every operation in the dtype it names, in exactly the
+//! written order, as the kernels' generic `T` arithmetic does — `f32` and `f64` natively, `bf16`
+//! and `f16` by computing in `f32` and rounding (as the `half` crate's operators do). Scalar
+//! functions are Rust's `f32`/`f64` ones. A `max`/`min` keeps its first operand on a tie and
+//! follows the contract's NaN policy.
+
+use super::ast::{AssignOp, CmpOp};
+use super::float::NanPolicy;
+use super::ir::{Func, ValOp};
+use super::run::Arith;
+use fkc_provider::DType;
+
+/// Arithmetic in the dtypes, in the written order.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rounded {
+    pub nan: NanPolicy,
+}
+
+/// `value` rounded to `dtype`.
+pub fn round(value: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => value,
+        DType::F32 => f64::from(value as f32),
+        DType::BF16 => half::bf16::from_f64(value).to_f64(),
+        DType::F16 => half::f16::from_f64(value).to_f64(),
+    }
+}
+
+/// `op` on two values of `dtype`, as the dtype's arithmetic computes it.
+fn apply(
+    op: impl Fn(f64, f64) -> f64,
+    f32_op: impl Fn(f32, f32) -> f32,
+    a: f64,
+    b: f64,
+    dtype: DType,
+) -> f64 {
+    match dtype {
+        DType::F64 => op(a, b),
+        DType::F32 => f64::from(f32_op(a as f32, b as f32)),
+        DType::BF16 => half::bf16::from_f32(f32_op(a as f32, b as f32)).to_f64(),
+        DType::F16 => half::f16::from_f32(f32_op(a as f32, b as f32)).to_f64(),
+    }
+}
+
+impl Rounded {
+    fn extreme(&self, max: bool, a: f64, b: f64) -> f64 {
+        match (a.is_nan(), b.is_nan()) {
+            (true, true) => a,
+            (true, false) | (false, true) => match self.nan {
+                NanPolicy::Propagate => {
+                    if a.is_nan() {
+                        a
+                    } else {
+                        b
+                    }
+                }
+                NanPolicy::Ignore => {
+                    if a.is_nan() {
+                        b
+                    } else {
+                        a
+                    }
+                }
+            },
+            _ => {
+                let second = if max { b > a } else { b < a };
+                if second { b } else { a }
+            }
+        }
+    }
+}
+
+impl Arith for Rounded {
+    type V = f64;
+    type Cell = f64;
+
+    fn input(&self, value: f64) -> f64 {
+        value
+    }
+
+    fn constant(&self, value: f64) -> f64 {
+        value
+    }
+
+    fn index(&self, value: i64, dtype: DType) -> f64 {
+        round(value as f64, dtype)
+    }
+
+    fn load(&self, cell: &f64, _: DType) -> f64 {
+        *cell
+    }
+
+    fn store(&self, value: f64) -> f64 {
+        value
+    }
+
+    fn update(&self, cell: &mut f64, op: AssignOp, value: f64, dtype: DType) {
+        *cell = match op {
+            AssignOp::Set => value,
+            AssignOp::Add => self.binary(ValOp::Add, *cell, value, dtype),
+            AssignOp::Sub => self.binary(ValOp::Sub, *cell, value, dtype),
+            AssignOp::Mul => self.binary(ValOp::Mul, *cell, value, dtype),
+        };
+    }
+
+    fn neg(&self, value: f64) -> f64 {
+        -value
+    }
+
+    fn binary(&self, op: ValOp, a: f64, b: f64, dtype: DType) -> f64 {
+        match op {
+            ValOp::Add => apply(|x, y| x + y, |x, y| x + y, a, b, dtype),
+            ValOp::Sub => apply(|x, y| x - y, |x, y| x - y, a, b, dtype),
+            ValOp::Mul => apply(|x, y| x * y, |x, y| x * y, a, b, dtype),
+            ValOp::Div => apply(|x, y| x / y, |x, y| x / y, a, b, dtype),
+        }
+    }
+
+    fn func(&self, func: Func, args: &[f64], dtype: DType) -> f64 {
+        let x = args.first().copied().unwrap_or(f64::NAN);
+        let y = args.get(1).copied().unwrap_or(f64::NAN);
+        let in_f32 = |f: fn(f32) -> f32| round(f64::from(f(x as f32)), dtype);
+        match (func, dtype) {
+            (Func::Max, _) => self.extreme(true, x, y),
+            (Func::Min, _) => self.extreme(false, x, y),
+            (Func::Abs, _) => x.abs(),
+            (Func::Exp, DType::F64) => x.exp(),
+            (Func::Log, DType::F64) => x.ln(),
+            (Func::Sqrt, DType::F64) => x.sqrt(),
+            (Func::Rsqrt, DType::F64) => 1.0 / x.sqrt(),
+            (Func::Tanh, DType::F64) => x.tanh(),
+            (Func::Erf, DType::F64) => super::exact::erf(x),
+            (Func::Exp, _) => in_f32(f32::exp),
+            (Func::Log, _) => in_f32(f32::ln),
+            (Func::Sqrt, _) => in_f32(f32::sqrt),
+            (Func::Rsqrt, _) => in_f32(|v| 1.0 / v.sqrt()),
+            (Func::Tanh, _) => in_f32(f32::tanh),
+            (Func::Erf, _) => round(super::exact::erf(x), dtype),
+        }
+    }
+
+    fn cast(&self, value: f64, dtype: DType) -> f64 {
+        round(value, dtype)
+    }
+
+    fn compare(&self, op: CmpOp, a: f64, b: f64) -> Option<bool> {
+        Some(op.holds(a, b))
+    }
+
+    fn is_nan(&self, value: f64) -> Option<bool> {
+        Some(value.is_nan())
+    }
+
+    fn either(&self, a: f64, _: f64) -> f64 {
+        a
+    }
+
+    fn number(&self, value: f64) -> f64 {
+        value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_precision_rounds_after_every_operation() {
+        let r = Rounded::default();
+        // 1 + 2^-9 is not a bf16 (8 bits of mantissa): the sum rounds back to 1.
+        assert_eq!(r.binary(ValOp::Add, 1.0, 2f64.powi(-9), DType::BF16), 1.0);
+        assert_eq!(
+            r.binary(ValOp::Add, 1.0, 2f64.powi(-9), DType::F32),
+            1.0 + 2f64.powi(-9)
+        );
+        assert_eq!(round(1.0 / 3.0, DType::F32), f64::from(1.0f32 / 3.0));
+    }
+
+    #[test]
+    fn max_keeps_the_first_of_a_tie_and_follows_the_policy() {
+        let propagate = Rounded::default();
+        let m = propagate.func(Func::Max, &[-0.0, 0.0], DType::F32);
+        assert!(m.is_sign_negative());
+        assert!(
+            propagate
+                .func(Func::Max, &[1.0, f64::NAN], DType::F32)
+                .is_nan()
+        );
+        let ignore = Rounded {
+            nan: NanPolicy::Ignore,
+        };
+        assert_eq!(ignore.func(Func::Max, &[1.0, f64::NAN], DType::F32), 1.0);
+    }
+}
