@@ -138,9 +138,9 @@ codes! {
     AbiClaim = "FKC0415", "a claim the provider boundary cannot make true",
         "Entry points receive immutable operand views and return new, owned, packed tensors. So `in_place: false`, `aliasing: none` and `layout_guarantee: contiguous` hold by construction (the page says so), and `in_place: true` cannot hold for any kernel behind this boundary.";
     ProviderBudget = "FKC0420", "the provider's time budget is spent",
-        "Calls to one provider may take at most `budget-ms` in all (the provider's table in book.toml; 10 minutes by default). Once that is spent, its kernels are not called again in the build: each contract still waiting fails with this error, which names the slowest kernels. Make them faster, give the provider `jobs`, or raise the budget.";
+        "Calls to one provider may take at most `budget-ms` in all (the provider's table in book.toml; 2 minutes by default). Once that is spent, its kernels are not called again in the build: each contract still waiting fails with this error, which names the slowest kernels. Make them faster, give the provider `jobs`, or raise the budget.";
     BuildBudget = "FKC0421", "the build's time budget is spent",
-        "Kernel calls stop once the build has run for `build-budget-ms` (`[preprocessor.fkc]` in book.toml; 30 minutes by default): each contract still waiting fails with this error, which names the slowest kernels, so a build that would crawl ends instead.";
+        "Kernel calls stop once the build has run for `build-budget-ms` (`[preprocessor.fkc]` in book.toml; 10 minutes by default): each contract still waiting fails with this error, which names the slowest kernels, so a build that would crawl ends instead.";
     UnverifiedDenied = "FKC0005", "an unverified contract where every contract must be proven",
         "A fence written ```fkc,unverified is a spec-first contract: parsed and resolved, shown with a \"not verified\" badge, but not run. `mdbook-fkc check --deny unverified` makes each one an error, for CI that wants every contract proven.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",

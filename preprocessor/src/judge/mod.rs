@@ -318,12 +318,14 @@ fn isa() -> &'static str {
 }
 
 /// The Judge's rungs hold up to 2^20 elements per operand, far more than the gate's samples:
-/// their answers may take lines up to [`JUDGE_LINE_BYTES`] whatever the book's limit.
+/// their answers may take lines up to [`JUDGE_LINE_BYTES`] whatever the book's limit, and
+/// timing them is the Judge's whole work, so no provider's time budget applies.
 fn judge_limits(
     mut providers: std::collections::BTreeMap<String, crate::providers::ProviderConfig>,
 ) -> std::collections::BTreeMap<String, crate::providers::ProviderConfig> {
     for config in providers.values_mut() {
         config.max_line_bytes = config.max_line_bytes.max(JUDGE_LINE_BYTES);
+        config.budget = None;
     }
     providers
 }

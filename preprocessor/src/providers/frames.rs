@@ -101,9 +101,14 @@ fn next_line(reader: &mut impl BufRead, limit: usize) -> Result<Option<Vec<u8>>,
             return Err(limit);
         }
         if needed > line.capacity() {
-            // Doubling, but never past the limit: a line costs at most the limit.
-            let grown = needed.max(line.capacity() * 2).min(limit);
-            line.reserve_exact(grown - line.len());
+            // Short lines grow by doubling; a long one gets the limit at once (touched only as
+            // far as it is written), so no chain of reallocations outlives it.
+            let grown = if needed <= READ_CHUNK {
+                needed.max(line.capacity() * 2)
+            } else {
+                limit
+            };
+            line.reserve_exact(grown.min(limit) - line.len());
         }
         line.extend_from_slice(&available[..taken]);
         reader.consume(if done { taken + 1 } else { taken });

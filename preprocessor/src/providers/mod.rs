@@ -43,7 +43,7 @@ pub struct ProviderConfig {
     pub max_line_bytes: usize,
     /// Processes serving calls at once (`jobs`, default 1).
     pub jobs: usize,
-    /// The time all calls to the provider may take in one build (`budget-ms`, default 10 min).
+    /// The time all calls to the provider may take in one build (`budget-ms`, default 2 min).
     pub budget: Option<Duration>,
     /// Environment variables whose values the provider's kernels depend on (`env`): they are
     /// part of what identifies the provider, so a change verifies its contracts again.
@@ -57,10 +57,11 @@ pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(600);
 /// The default longest answer line: 4 MiB, a hundred times the largest answer to the gate's
 /// samples (whose dimensions are at most 6); the Judge reads longer ones.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
-/// The default time budget of one provider's calls in one build.
-pub const DEFAULT_PROVIDER_BUDGET: Duration = Duration::from_secs(600);
+/// The default time budget of one provider's calls in one build: the gate's samples are small
+/// (dimensions up to 6), so even slow kernels answer them in milliseconds.
+pub const DEFAULT_PROVIDER_BUDGET: Duration = Duration::from_secs(120);
 /// The default time budget of one build's calls.
-pub const DEFAULT_BUILD_BUDGET: Duration = Duration::from_secs(1800);
+pub const DEFAULT_BUILD_BUDGET: Duration = Duration::from_secs(600);
 
 impl ProviderConfig {
     /// A provider running `command` in the current directory, with every default.

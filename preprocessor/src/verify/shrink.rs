@@ -174,7 +174,8 @@ fn smaller(sample: &Sample) -> Vec<Sample> {
 /// How many re-runs a failure with `code` may cost while shrinking.
 fn tries_for(code: Code) -> usize {
     match code {
-        Code::KernelTimedOut => TIMEOUT_TRIES,
+        // Each re-run of an answer too large reads up to the line limit and restarts the provider.
+        Code::KernelTimedOut | Code::FrameLimit => TIMEOUT_TRIES,
         Code::KernelCrashed => CRASH_TRIES,
         _ => TRIES,
     }
