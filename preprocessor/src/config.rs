@@ -4,7 +4,7 @@
 
 use crate::cache::Cache;
 use crate::diag::did_you_mean;
-use crate::providers::{DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT, ProviderConfig};
+use crate::providers::{DEFAULT_BUILD_BUDGET, ProviderConfig};
 use crate::verify::VerifyOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +39,9 @@ pub struct Options {
     pub cache_dir: Option<PathBuf>,
     /// `jobs`: contracts verified at once (default: the machine's threads).
     pub jobs: Option<usize>,
+    /// `build-budget-ms`: how long the build's kernel calls may go on (`None`: the default,
+    /// [`DEFAULT_BUILD_BUDGET`]).
+    pub build_budget: Option<Duration>,
 }
 
 /// Where the verification cache lives by default, relative to the book root: the target
@@ -54,8 +57,17 @@ const OWN_KEYS: &[&str] = &[
     "cache",
     "cache-dir",
     "jobs",
+    "build-budget-ms",
 ];
-const PROVIDER_KEYS: &[&str] = &["command", "call-timeout-ms", "start-timeout-ms"];
+const PROVIDER_KEYS: &[&str] = &[
+    "command",
+    "call-timeout-ms",
+    "start-timeout-ms",
+    "max-line-bytes",
+    "jobs",
+    "budget-ms",
+    "env",
+];
 
 /// The most samples a book may ask for per contract (bounded build time).
 pub const MAX_SAMPLES: u64 = 1000;
@@ -83,6 +95,11 @@ impl Options {
             ));
         }
         Ok(Some(Cache::in_dir(dir)))
+    }
+
+    /// The build's time budget (`build-budget-ms`, or the default).
+    pub fn build_budget(&self) -> Duration {
+        self.build_budget.unwrap_or(DEFAULT_BUILD_BUDGET)
     }
 
     /// Runs every provider command in `root` (the book's root directory).
@@ -149,6 +166,9 @@ impl Options {
                             ))?,
                     );
                 }
+                "build-budget-ms" => {
+                    options.build_budget = Some(budget("preprocessor.fkc.build-budget-ms", value)?);
+                }
                 key if MDBOOK_KEYS.contains(&key) => {}
                 unknown => return Err(unknown_key(unknown)),
             }
@@ -167,43 +187,65 @@ fn providers(value: &serde_json::Value) -> Result<BTreeMap<String, ProviderConfi
         .collect()
 }
 
+/// A time limit: milliseconds from 1 to 3600000 (an hour), for `key`.
+fn millis(key: &str, value: &serde_json::Value) -> Result<Duration, String> {
+    up_to(key, value, 3_600_000)
+}
+
+/// A time budget: milliseconds from 1 to 86400000 (a day), for `key`.
+fn budget(key: &str, value: &serde_json::Value) -> Result<Duration, String> {
+    up_to(key, value, 86_400_000)
+}
+
+fn up_to(key: &str, value: &serde_json::Value, most: u64) -> Result<Duration, String> {
+    value
+        .as_u64()
+        .filter(|ms| (1..=most).contains(ms))
+        .map(Duration::from_millis)
+        .ok_or(format!(
+            "`{key}` must be a number of milliseconds from 1 to {most}, found {value}"
+        ))
+}
+
+/// An integer from `low` to `high`, for `key`.
+fn integer(key: &str, value: &serde_json::Value, low: u64, high: u64) -> Result<usize, String> {
+    value
+        .as_u64()
+        .filter(|n| (low..=high).contains(n))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or(format!(
+            "`{key}` must be an integer from {low} to {high}, found {value}"
+        ))
+}
+
 fn provider(name: &str, table: &serde_json::Value) -> Result<ProviderConfig, String> {
     let at = format!("preprocessor.fkc.provider.{name}");
     let entries = table
         .as_object()
         .ok_or(format!("`{at}` must be a table with a `command`"))?;
-    let mut config = ProviderConfig {
-        command: String::new(),
-        dir: PathBuf::from("."),
-        call_timeout: DEFAULT_CALL_TIMEOUT,
-        start_timeout: DEFAULT_START_TIMEOUT,
-    };
-    let millis = |key: &str, value: &serde_json::Value| {
-        value
-            .as_u64()
-            .filter(|ms| (1..=3_600_000).contains(ms))
-            .map(Duration::from_millis)
-            .ok_or(format!(
-                "`{at}.{key}` must be a number of milliseconds from 1 to 3600000, found {value}"
-            ))
-    };
+    let mut config = ProviderConfig::new("");
     for (key, value) in entries {
+        let full = format!("{at}.{key}");
         match key.as_str() {
             "command" => {
                 config.command = value
                     .as_str()
                     .filter(|c| !c.trim().is_empty())
-                    .ok_or(format!("`{at}.command` must be a non-empty string"))?
+                    .ok_or(format!("`{full}` must be a non-empty string"))?
                     .to_owned();
             }
-            "call-timeout-ms" => config.call_timeout = millis(key, value)?,
-            "start-timeout-ms" => config.start_timeout = millis(key, value)?,
+            "call-timeout-ms" => config.call_timeout = millis(&full, value)?,
+            "start-timeout-ms" => config.start_timeout = millis(&full, value)?,
+            "budget-ms" => config.budget = Some(budget(&full, value)?),
+            "max-line-bytes" => config.max_line_bytes = integer(&full, value, 1024, 1 << 32)?,
+            "jobs" => config.jobs = integer(&full, value, 1, 64)?,
+            "env" => config.env = names(&full, value)?,
             unknown => {
                 let hint = did_you_mean(unknown, PROVIDER_KEYS.iter().copied()).map_or_else(
                     || format!("the keys are: {}", PROVIDER_KEYS.join(", ")),
                     |s| format!("did you mean `{s}`?"),
                 );
-                return Err(format!("unknown option `{at}.{unknown}`; {hint}"));
+                return Err(format!("unknown option `{full}`; {hint}"));
             }
         }
     }
@@ -213,6 +255,22 @@ fn provider(name: &str, table: &serde_json::Value) -> Result<ProviderConfig, Str
         ));
     }
     Ok(config)
+}
+
+/// A list of environment variable names.
+fn names(key: &str, value: &serde_json::Value) -> Result<Vec<String>, String> {
+    let wrong = || format!("`{key}` must be a list of environment variable names, found {value}");
+    value
+        .as_array()
+        .ok_or_else(wrong)?
+        .iter()
+        .map(|name| {
+            name.as_str()
+                .filter(|n| !n.is_empty() && !n.contains('='))
+                .map(str::to_owned)
+                .ok_or_else(wrong)
+        })
+        .collect()
 }
 
 fn on_failure(value: &serde_json::Value) -> Result<OnFailure, String> {
@@ -306,7 +364,7 @@ mod tests {
         let demo = &options.providers["demo"];
         assert_eq!(demo.command, "demo-provider");
         assert_eq!(demo.call_timeout, Duration::from_millis(250));
-        assert_eq!(demo.start_timeout, DEFAULT_START_TIMEOUT);
+        assert_eq!(demo.start_timeout, crate::providers::DEFAULT_START_TIMEOUT);
         assert_eq!(demo.dir, PathBuf::from("/book"));
         let error = Options::from_table(Some(&json!({"provider": {"demo": {}}}))).unwrap_err();
         assert!(error.contains("needs a `command`"), "{error}");
@@ -315,5 +373,40 @@ mod tests {
         assert!(error.contains("did you mean `command`"), "{error}");
         let table = json!({"provider": {"demo": {"command": "x", "call-timeout-ms": 0}}});
         assert!(Options::from_table(Some(&table)).is_err());
+    }
+
+    #[test]
+    fn reads_limits_budgets_jobs_and_environment_names() {
+        let table = json!({"build-budget-ms": 60000, "provider": {"p": {"command": "x",
+            "max-line-bytes": 4096, "jobs": 3, "budget-ms": 2500, "env": ["MY_FLAG", "OMP_NUM_THREADS"]}}});
+        let options = Options::from_table(Some(&table)).unwrap();
+        assert_eq!(options.build_budget(), Duration::from_secs(60));
+        let p = &options.providers["p"];
+        assert_eq!(p.max_line_bytes, 4096);
+        assert_eq!(p.jobs, 3);
+        assert_eq!(p.budget, Some(Duration::from_millis(2500)));
+        assert_eq!(p.env, ["MY_FLAG", "OMP_NUM_THREADS"]);
+        let defaults = Options::from_table(None).unwrap();
+        assert_eq!(defaults.build_budget(), DEFAULT_BUILD_BUDGET);
+        let defaults = ProviderConfig::new("x");
+        assert_eq!(
+            defaults.max_line_bytes,
+            crate::providers::DEFAULT_MAX_LINE_BYTES
+        );
+        assert_eq!(defaults.jobs, 1);
+        for bad in [
+            json!({"jobs": 0}),
+            json!({"max-line-bytes": 10}),
+            json!({"env": "MY_FLAG"}),
+            json!({"env": ["A=B"]}),
+            json!({"budget-ms": -1}),
+        ] {
+            let mut table = bad.as_object().unwrap().clone();
+            table.insert("command".to_owned(), json!("x"));
+            let book = json!({"provider": {"p": table}});
+            assert!(Options::from_table(Some(&book)).is_err(), "{book}");
+        }
+        let error = Options::from_table(Some(&json!({"build-budget": 1}))).unwrap_err();
+        assert!(error.contains("did you mean `build-budget-ms`"), "{error}");
     }
 }

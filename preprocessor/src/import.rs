@@ -118,6 +118,10 @@ fn start_failure(
             Code::ProviderStart,
             "run the command by hand in the book's directory: its `main` must be `fkc_provider::serve(&REGISTRY)`, and nothing else may print on stdout",
         ),
+        StartError::Describe { .. } => (
+            Code::ProviderDescription,
+            "answer `describe` with a `description` as the format reference specifies it (its JSON Schema is fkc-provider's `schema/description.json`)",
+        ),
     };
     Diagnostic::error(code, source, span, error.to_string())
         .with_label("this chapter's provider")

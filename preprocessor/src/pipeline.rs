@@ -284,10 +284,26 @@ impl<'r> BookChecker<'r> {
         let front = front_block
             .as_ref()
             .and_then(|block| self.front_matter(&source, block, &mut front_diagnostics));
+        // Where the chapter's provider failed, when it did (it could not start, greet or
+        // describe itself, or serves another registry): its contracts are not verified.
+        let mut provider_failed = None;
         let provider = match &front {
             Some(front) => {
                 let (provider, found) =
                     crate::import::check_provider(&source, front, &mut self.providers);
+                let failed = |d: &&Diagnostic| {
+                    matches!(
+                        d.code,
+                        Code::ProviderStart
+                            | Code::ProviderProtocol
+                            | Code::ProviderRegistryMismatch
+                            | Code::ProviderDescription
+                    )
+                };
+                provider_failed = found.iter().find(failed).map(|d| {
+                    let at = source.line_col(d.span.start);
+                    format!("{}:{}:{} ({})", source.path, at.line, at.column, d.code)
+                });
                 front_diagnostics.extend(found);
                 front_diagnostics
                     .iter_mut()
@@ -312,6 +328,9 @@ impl<'r> BookChecker<'r> {
             let mut context = std::mem::take(&mut inherited);
             if front_block.is_none() {
                 context.push(missing_front_matter(&source, &fence));
+            }
+            if let Some(at) = &provider_failed {
+                context.extend(not_verified(&source, &fence, &read, at));
             }
             prepared.push(self.prepare(
                 &source,
@@ -511,16 +530,69 @@ impl<'r> BookChecker<'r> {
             let outcome = self.finish(&page, prepared, findings);
             (fresh, outcome)
         });
+        // A second answer to a call may still be on its way when the call's contract is done.
+        self.providers.settle();
         fences
             .iter()
             .zip(done)
-            .map(|((_, prepared, key, _), (fresh, outcome))| {
+            .map(|((work, prepared, key, _), (mut fresh, mut outcome))| {
+                if let Some(findings) = fresh.as_mut()
+                    && self.late_faults(work, prepared, &mut findings.1)
+                {
+                    let page = Page {
+                        prefix: &work.prefix,
+                        source: &work.source,
+                        fence: &prepared.fence,
+                        book,
+                    };
+                    outcome = self.finish(&page, prepared, findings);
+                }
                 if let (Some((cache, key)), Some((evidence, found))) = (key, fresh) {
                     cache.store(key, &evidence, &found, &prepared.fence.block);
                 }
                 outcome
             })
             .collect()
+    }
+
+    /// Adds to `found` the protocol faults its provider committed on calls of the fence's
+    /// entry points after those calls returned (a second answer); true when there were any.
+    fn late_faults(
+        &self,
+        work: &ChapterWork,
+        prepared: &Prepared,
+        found: &mut Vec<Diagnostic>,
+    ) -> bool {
+        let (Some(provider), Some(raw), Some(resolved)) =
+            (gated_by(work, prepared), &prepared.raw, &prepared.resolved)
+        else {
+            return false;
+        };
+        let symbols: Vec<&str> = resolved
+            .import
+            .entry_points
+            .iter()
+            .map(|e| e.symbol.as_str())
+            .collect();
+        let faults = provider.faults_of(&symbols);
+        let span = raw
+            .entry_point
+            .as_ref()
+            .map_or(raw.kernel.span.clone(), |e| e.span.clone());
+        for fault in &faults {
+            let crash = crate::providers::Crash::Protocol(fault.message.clone());
+            found.push(
+                Diagnostic::error(
+                    crash.code(),
+                    &work.source,
+                    span.clone(),
+                    format!("`{}`: {crash}", fault.symbol),
+                )
+                .with_label("this entry point")
+                .with_help(crash.help()),
+            );
+        }
+        !faults.is_empty()
     }
 
     /// The gate's findings on one fence that imported cleanly, run afresh.
@@ -984,6 +1056,41 @@ fn looks_like_fkc(content: &str, block: &FrontMatterBlock) -> bool {
         yaml.lines()
             .any(|line| line.starts_with("fkc_version") || line.starts_with("provider"))
     })
+}
+
+/// The error of a contract whose provider failed (at `at`): it was not run at all, so it
+/// fails too (an example that must fail is judged by its own codes).
+fn not_verified(
+    source: &Arc<SourceFile>,
+    fence: &Fence,
+    read: &ReadFence,
+    at: &str,
+) -> Option<Diagnostic> {
+    if fence.attributes.should_fail.is_some() || fence.attributes.unverified {
+        return None;
+    }
+    let raw = read.raw.as_ref();
+    let span = raw.map_or(
+        fence.info_offset..fence.info_offset + chapter::FENCE_LANGUAGE.len(),
+        |raw| {
+            raw.entry_point
+                .as_ref()
+                .map_or(raw.kernel.span.clone(), |e| e.span.clone())
+        },
+    );
+    let kernel = raw.map_or("this contract".to_owned(), |r| {
+        format!("`{}`", r.kernel.value)
+    });
+    Some(
+        Diagnostic::error(
+            Code::ProviderUnverified,
+            source,
+            span,
+            format!("{kernel} is not verified: its provider failed at {at}"),
+        )
+        .with_label("no kernel of this contract was run")
+        .with_help("make the chapter's provider serve (see the error at the front matter); the contract is verified once it does"),
+    )
 }
 
 fn missing_front_matter(source: &Arc<SourceFile>, fence: &Fence) -> Diagnostic {

@@ -104,7 +104,7 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let options = read_options(root, config)?;
     let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
-    let providers = Providers::new(options.providers.clone());
+    let providers = Providers::budgeted(options.providers.clone(), Some(options.build_budget()));
     let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
         .with_cache(options.cache(root, &config.book.src).map_err(Error::msg)?)
         .with_jobs(options.jobs)
@@ -124,7 +124,7 @@ pub fn process_book_with(
     deny_unverified: bool,
 ) -> Result<BookOutcome> {
     let options = read_options(root, config)?;
-    let providers = Providers::new(options.providers.clone());
+    let providers = Providers::budgeted(options.providers.clone(), Some(options.build_budget()));
     let mut checker = BookChecker::without_rendering(options.verify, providers)
         .with_cache(options.cache(root, &config.book.src).map_err(Error::msg)?)
         .with_jobs(options.jobs)

@@ -13,12 +13,14 @@ use crate::source::SourceFile;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// What spans the chapters of one book: which kernel names are taken, and where.
+/// What spans the chapters of one book: which kernel names are taken, and where. Names are
+/// namespaced by provider: two providers may each document a kernel called `relu`.
 #[derive(Debug, Default)]
 pub struct BookRegistry {
-    kernels: HashMap<String, String>,
-    /// Backend kernel → (contract name, where) for the kernels documented so far.
-    implementations: HashMap<String, (String, String)>,
+    /// (provider, kernel name) → where.
+    kernels: HashMap<(String, String), String>,
+    /// (registry, backend kernel) → (contract name, where) for the kernels documented so far.
+    implementations: HashMap<(String, String), (String, String)>,
 }
 
 /// A contract's expressions parsed and bound, with the problems found: a function of the
@@ -55,9 +57,13 @@ pub fn resolve(
         .map_or("", |base| base.value.as_str());
     let computed = revision_hash(revision_base, &raw.kernel.value, &raw.canonical);
     diagnostics.extend(check_authored_hash(raw, &computed, source));
-    diagnostics.extend(claim_name(raw, source, registry, register));
+    // The chapter's provider, as the front matter names it (or by its registry).
+    let namespace = provider
+        .and_then(|p| p.name.as_ref().or(p.link_registry.as_ref()))
+        .map_or("", |name| name.value.as_str());
+    diagnostics.extend(claim_name(raw, namespace, source, registry, register));
     diagnostics.extend(claim_implementation(
-        raw, &import, source, registry, register,
+        raw, &import, kernels, source, registry, register,
     ));
     diagnostics.extend(found);
     let resolved = Resolved {
@@ -95,30 +101,35 @@ fn check_authored_hash(
 /// Checks the kernel name is free; takes it when `register` (examples that must fail only check).
 fn claim_name(
     raw: &RawContract,
+    namespace: &str,
     source: &Arc<SourceFile>,
     registry: &mut BookRegistry,
     register: bool,
 ) -> Option<Diagnostic> {
     let kernel = &raw.kernel;
+    let key = (namespace.to_owned(), kernel.value.clone());
     let here = format!(
         "{}:{}",
         source.path,
         source.line_col(kernel.span.start).line
     );
-    if let Some(first) = registry.kernels.get(&kernel.value) {
+    if let Some(first) = registry.kernels.get(&key) {
         return Some(
             Diagnostic::error(
                 Code::DuplicateKernel,
                 source,
                 kernel.span.clone(),
-                format!("kernel `{}` is already defined", kernel.value),
+                format!(
+                    "kernel `{}` is already defined for the provider `{namespace}`",
+                    kernel.value
+                ),
             )
             .with_note(format!("first defined at {first}"))
             .with_help("rename one of the kernels, or remove the duplicate contract"),
         );
     }
     if register {
-        registry.kernels.insert(kernel.value.clone(), here);
+        registry.kernels.insert(key, here);
     }
     None
 }
@@ -128,6 +139,7 @@ fn claim_name(
 fn claim_implementation(
     raw: &RawContract,
     import: &Import,
+    provider: Option<&Provider>,
     source: &Arc<SourceFile>,
     registry: &mut BookRegistry,
     register: bool,
@@ -141,7 +153,9 @@ fn claim_implementation(
         .find_map(|e| e.kernel.as_ref())?
         .kernel
         .as_str();
-    if let Some((contract, at)) = registry.implementations.get(implementation) {
+    let served_by = provider.map_or("", |p| p.hello().registry.as_str());
+    let key = (served_by.to_owned(), implementation.to_owned());
+    if let Some((contract, at)) = registry.implementations.get(&key) {
         return Some(
             Diagnostic::error(
                 Code::DuplicateKernel,
@@ -160,6 +174,6 @@ fn claim_implementation(
     );
     registry
         .implementations
-        .insert(implementation.to_owned(), (raw.kernel.value.clone(), at));
+        .insert(key, (raw.kernel.value.clone(), at));
     None
 }

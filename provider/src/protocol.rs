@@ -1,15 +1,27 @@
 //! The provider protocol, version [`PROTOCOL_VERSION`]: one JSON object per line, the host
 //! writing a [`Request`] to the provider's stdin and reading one [`Response`] from its stdout.
 //!
-//! - `{"method":"handshake","protocol":1}` → `{"hello":{"protocol":1,"provider":…,"registry":…,
-//!   "crate_name":…,"revision":…}}` (the provider answers with its own version, whatever the
-//!   host's; the host decides whether it can talk to it).
-//! - `{"method":"describe"}` → `{"description":{…}}`: every entry point, op kind and carrier.
-//! - `{"method":"call","symbol":…,"operands":[…],"params":{…}}` → `{"outputs":[…]}`, or
-//!   `{"rejected":{"kind":…,"message":…}}` when the kernel refuses the call, or
-//!   `{"panicked":{"message":…}}` when it panicked (the provider keeps serving).
-//! - `{"method":"execute","op_kind":…,"operands":[…],"params":{…}}`: the same through the
-//!   provider's executor, for providers that have one.
+//! Every request carries an `id` (a number the host never reuses in one session) and every
+//! answer repeats it, so that an answer to a call that was never asked, or a second answer to
+//! one, is caught at the call that caused it instead of being read as the answer to the next:
+//!
+//! - `{"id":0,"method":"handshake","protocol":2}` → `{"id":0,"hello":{"protocol":2,
+//!   "provider":…,"registry":…,"crate_name":…,"revision":…,"build":…}}` (the provider answers
+//!   with its own version, whatever the host's; the host decides whether it can talk to it).
+//! - `{"id":1,"method":"describe"}` → `{"id":1,"description":{…}}`: every entry point, op kind
+//!   and carrier ([`Description`]).
+//! - `{"id":2,"method":"call","symbol":…,"operands":[…],"params":{…}}` →
+//!   `{"id":2,"outputs":[…]}`, or `{"id":2,"rejected":{"kind":…,"message":…}}` when the kernel
+//!   refuses the call, or `{"id":2,"panicked":{"message":…}}` when it panicked (the provider
+//!   keeps serving).
+//! - `{"id":3,"method":"execute","op_kind":…,"operands":[…],"params":{…}}`: the same through
+//!   the provider's executor, for providers that have one.
+//! - A request that cannot be read is answered `{"id":N,"error":{"message":…}}` (`"id":null`
+//!   when not even its id can be read).
+//!
+//! Unknown fields are ignored on both sides, so later versions may add optional fields without
+//! breaking older peers. The JSON Schemas of every message are in this crate's `schema/`
+//! directory.
 //!
 //! Tensors travel as dtype, shape and the elements' bit patterns in hexadecimal, fixed width per
 //! dtype (4 digits for BF16/F16, 8 for F32, 16 for F64), so every value arrives bit for bit —
@@ -17,6 +29,9 @@
 //! view's shape, element strides (possibly 0 or negative) and start offset, as in DLPack.
 //! [`serve`] is the whole provider side; anything a provider prints on stdout besides responses
 //! breaks the protocol, so kernels must log to stderr.
+//!
+//! Version history: 1 had no ids; 2 (this crate since 0.2) added `id` to every message. A host
+//! speaking 2 refuses a provider that greets it with 1 (mdbook-fkc reports FKC0313).
 
 use std::io::{self, BufRead, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -32,42 +47,91 @@ use crate::tensor::AnyTensor;
 use crate::view::Operand;
 
 /// The protocol version this crate speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
-/// A tensor on the wire.
+/// A tensor on the wire: `{"dtype":"F32","shape":[2,3],"bits":"3f800000…"}`.
+///
+/// ```
+/// use fkc_provider::protocol::WireTensor;
+/// use fkc_provider::{AnyTensor, DType};
+///
+/// let tensor = AnyTensor::from_f64(DType::BF16, &[2], &[1.0, -0.0])?;
+/// let wire = WireTensor::encode(&tensor);
+/// assert_eq!(wire.bits, "3f808000");
+/// assert_eq!(wire.decode()?, tensor);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireTensor {
+    /// The element type.
     pub dtype: DType,
+    /// The dimensions, outermost first.
     pub shape: Vec<usize>,
-    /// Every element's bit pattern, fixed-width lowercase hexadecimal, concatenated.
+    /// Every element's bit pattern, fixed-width lowercase hexadecimal, concatenated in
+    /// row-major order.
     pub bits: String,
 }
 
-/// An operand view on the wire.
+/// An operand view on the wire: a storage tensor and where the view's elements lie in it
+/// (element `idx` is at `offset + Σ idx[i]·strides[i]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireOperand {
+    /// The whole storage the view looks into.
     pub storage: WireTensor,
+    /// The view's dimensions.
     pub shape: Vec<usize>,
+    /// The view's strides, in elements (0 broadcasts, negative reverses).
     pub strides: Vec<isize>,
+    /// The storage index of the view's first element.
     pub offset: usize,
 }
 
-/// A message from the host.
+/// A message from the host: its id, which the answer repeats, and what it asks.
+///
+/// ```
+/// use fkc_provider::protocol::{Method, Request};
+///
+/// let request: Request = serde_json::from_str(r#"{"id":7,"method":"describe"}"#)?;
+/// assert_eq!(request, Request { id: 7, method: Method::Describe });
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// The request's number; the host never reuses one within a session.
+    pub id: u64,
+    /// What is asked (the `method` field and its arguments).
+    #[serde(flatten)]
+    pub method: Method,
+}
+
+/// What a request asks, tagged by its `method` field.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", rename_all = "snake_case")]
-pub enum Request {
+pub enum Method {
+    /// The first request of every session: the host's protocol version.
     Handshake {
+        /// The version the host speaks.
         protocol: u32,
     },
+    /// Asks for the provider's [`Description`].
     Describe,
+    /// Calls one entry point.
     Call {
+        /// The entry point's symbol, as the description lists it.
         symbol: String,
+        /// One operand per input of the entry point, in order; `None` (`null`) for an absent
+        /// optional input.
         operands: Vec<Option<WireOperand>>,
+        /// Parameter values by field name.
         params: ParamValues,
     },
+    /// Runs an op kind through the provider's executor.
     Execute {
+        /// The op kind, as the description's `op_kinds` lists it.
         op_kind: String,
+        /// The operands, in the op's input order.
         operands: Vec<Option<WireOperand>>,
+        /// Every field of the op's carrier (shape-carrying ones included).
         params: ParamValues,
     },
 }
@@ -75,31 +139,79 @@ pub enum Request {
 /// Who answers, and which registry it serves.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
+    /// The protocol version the provider speaks.
     pub protocol: u32,
+    /// The provider's name (`Registry::name`).
     pub provider: String,
+    /// The path of the registry it serves, as front matters name it (`Registry::path`).
     pub registry: String,
+    /// The crate every symbol lives in.
     pub crate_name: String,
+    /// The provider's revision, shown to readers.
     pub revision: String,
-    /// The provider binary's own content hash ([`crate::identity::own_binary`]), when it
-    /// knows it: mdbook-fkc caches the verification of this provider's contracts only then.
+    /// What identifies this build of the provider: for a compiled provider the content hash
+    /// of its own binary ([`crate::identity::own_binary`], filled in by [`serve`]); for an
+    /// interpreted one a hash of its source files. mdbook-fkc caches the verification of this
+    /// provider's contracts only when the greeting carries one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<String>,
 }
 
-/// A message from the provider.
+/// A message from the provider: the id of the request it answers, and the answer.
+///
+/// ```
+/// use fkc_provider::protocol::{Answer, Response};
+///
+/// let response = Response { id: Some(3), answer: Answer::Panicked { message: "boom".into() } };
+/// let line = serde_json::to_string(&response)?;
+/// assert_eq!(line, r#"{"id":3,"panicked":{"message":"boom"}}"#);
+/// assert_eq!(serde_json::from_str::<Response>(&line)?, response);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// The id of the request answered; `None` (`null`) only in an `error` answer to a request
+    /// whose id could not be read. The field itself is required: an answer without it is not
+    /// a protocol 2 answer.
+    #[serde(deserialize_with = "required_id")]
+    pub id: Option<u64>,
+    /// The answer (one of its variants' names is the message's other field).
+    #[serde(flatten)]
+    pub answer: Answer,
+}
+
+/// What a provider answers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Response {
+pub enum Answer {
+    /// The answer to `handshake`.
     Hello(Hello),
+    /// The answer to `describe`.
     Description(Description),
+    /// The kernel returned these tensors.
     Outputs(Vec<WireTensor>),
+    /// The kernel refused the call.
     Rejected(Rejection),
-    Panicked { message: String },
-    Error { message: String },
+    /// The kernel panicked; the provider caught it and keeps serving.
+    Panicked {
+        /// The panic's message.
+        message: String,
+    },
+    /// The request could not be served (it was malformed, or asked for an executor the
+    /// provider does not have).
+    Error {
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// Reads an id that may be `null` but not missing (serde would default a missing `Option`).
+fn required_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Option::<u64>::deserialize(d)
 }
 
 impl Hello {
-    /// The greeting of `registry`.
+    /// The greeting of `registry` (without a build hash).
     pub fn of(registry: &Registry) -> Hello {
         Hello {
             protocol: PROTOCOL_VERSION,
@@ -127,15 +239,37 @@ impl WireTensor {
         }
     }
 
-    /// Decodes a tensor; a malformed one is an error message.
-    pub fn decode(&self) -> Result<AnyTensor, String> {
+    /// The number of elements its shape declares (`None` when the product overflows).
+    pub fn elements(&self) -> Option<usize> {
+        self.shape
+            .iter()
+            .try_fold(1usize, |count, dim| count.checked_mul(*dim))
+    }
+
+    /// Checks, without decoding anything, that `bits` holds exactly the elements the shape
+    /// declares; the message says what is wrong.
+    pub fn check_length(&self) -> Result<(), String> {
         let width = self.dtype.size_bytes() * 2;
-        if !self.bits.len().is_multiple_of(width) || !self.bits.is_ascii() {
+        let expected = self
+            .elements()
+            .and_then(|count| count.checked_mul(width))
+            .ok_or_else(|| format!("the shape {:?} has too many elements", self.shape))?;
+        if self.bits.len() != expected {
             return Err(format!(
-                "{} bits must be {width} hexadecimal digits per element",
-                self.dtype
+                "a {} tensor of shape {:?} needs {expected} hexadecimal digits ({width} per element), not {}",
+                self.dtype,
+                self.shape,
+                self.bits.len()
             ));
         }
+        Ok(())
+    }
+
+    /// Decodes a tensor; a malformed one is an error message. The length is checked against
+    /// the shape before any element is decoded.
+    pub fn decode(&self) -> Result<AnyTensor, String> {
+        self.check_length()?;
+        let width = self.dtype.size_bytes() * 2;
         let patterns: Result<Vec<u64>, String> = self
             .bits
             .as_bytes()
@@ -143,6 +277,7 @@ impl WireTensor {
             .map(|digits| {
                 std::str::from_utf8(digits)
                     .ok()
+                    .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
                     .and_then(|d| u64::from_str_radix(d, 16).ok())
                     .ok_or_else(|| "bits are not hexadecimal".to_owned())
             })
@@ -190,32 +325,50 @@ fn decode_operands(operands: &[Option<WireOperand>]) -> Result<Vec<Option<Operan
         .collect()
 }
 
-/// Answers one request (the provider side, without I/O).
+/// Answers one request (the provider side, without I/O): what [`serve`] does with each line.
+///
+/// ```
+/// use fkc_provider::protocol::{respond, Answer, Method, Request};
+/// # static REGISTRY: fkc_provider::Registry = fkc_provider::Registry {
+/// #     name: "demo", path: "demo::REGISTRY", crate_name: "demo", revision: "1",
+/// #     op_kinds: &[], variants: &[], entry_points: &[], executor: None };
+///
+/// let answer = respond(&REGISTRY, Request { id: 1, method: Method::Describe });
+/// assert_eq!(answer.id, Some(1));
+/// assert!(matches!(answer.answer, Answer::Description(_)));
+/// ```
 pub fn respond(registry: &Registry, request: Request) -> Response {
-    match request {
-        Request::Handshake { .. } => Response::Hello(Hello {
+    Response {
+        id: Some(request.id),
+        answer: answer(registry, request.method),
+    }
+}
+
+fn answer(registry: &Registry, method: Method) -> Answer {
+    match method {
+        Method::Handshake { .. } => Answer::Hello(Hello {
             build: crate::identity::own_binary().map(str::to_owned),
             ..Hello::of(registry)
         }),
-        Request::Describe => Response::Description(Description::from(registry)),
-        Request::Call {
+        Method::Describe => Answer::Description(Description::from(registry)),
+        Method::Call {
             symbol,
             operands,
             params,
         } => match registry.entry_point(&symbol) {
             Some(kernel) => run(&operands, |ops| (kernel.call)(ops, &params)),
-            None => Response::Rejected(Rejection::new(
+            None => Answer::Rejected(Rejection::new(
                 KernelErrorKind::UnknownOp,
                 format!("no entry point `{symbol}` in {}", registry.path),
             )),
         },
-        Request::Execute {
+        Method::Execute {
             op_kind,
             operands,
             params,
         } => match registry.executor {
             Some(execute) => run(&operands, |ops| execute(&op_kind, &params, ops)),
-            None => Response::Error {
+            None => Answer::Error {
                 message: format!("{} has no executor", registry.name),
             },
         },
@@ -226,15 +379,15 @@ pub fn respond(registry: &Registry, request: Request) -> Response {
 fn run(
     operands: &[Option<WireOperand>],
     call: impl FnOnce(&[Option<Operand>]) -> Result<Vec<AnyTensor>, Rejection>,
-) -> Response {
+) -> Answer {
     let operands = match decode_operands(operands) {
         Ok(operands) => operands,
-        Err(message) => return Response::Error { message },
+        Err(message) => return Answer::Error { message },
     };
     match panic::catch_unwind(AssertUnwindSafe(|| call(&operands))) {
-        Ok(Ok(outputs)) => Response::Outputs(outputs.iter().map(WireTensor::encode).collect()),
-        Ok(Err(rejection)) => Response::Rejected(rejection),
-        Err(payload) => Response::Panicked {
+        Ok(Ok(outputs)) => Answer::Outputs(outputs.iter().map(WireTensor::encode).collect()),
+        Ok(Err(rejection)) => Answer::Rejected(rejection),
+        Err(payload) => Answer::Panicked {
             message: panic_message(payload.as_ref()),
         },
     }
@@ -269,7 +422,17 @@ pub fn serve(registry: &Registry) -> std::process::ExitCode {
     }
 }
 
-/// Serves `registry` on any line reader and writer.
+/// Serves `registry` on any line reader and writer (what [`serve`] does on stdin and stdout).
+///
+/// ```
+/// # static REGISTRY: fkc_provider::Registry = fkc_provider::Registry {
+/// #     name: "demo", path: "demo::REGISTRY", crate_name: "demo", revision: "1",
+/// #     op_kinds: &[], variants: &[], entry_points: &[], executor: None };
+/// let mut answers = Vec::new();
+/// fkc_provider::protocol::serve_on(&REGISTRY, &b"{\"id\":4,\"method\":\"describe\"}\n"[..], &mut answers)?;
+/// assert!(String::from_utf8_lossy(&answers).starts_with(r#"{"id":4,"description":"#));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn serve_on(
     registry: &Registry,
     mut reader: impl BufRead,
@@ -286,14 +449,29 @@ pub fn serve_on(
         }
         let response = match serde_json::from_str::<Request>(&line) {
             Ok(request) => respond(registry, request),
-            Err(error) => Response::Error {
-                message: format!("not a protocol {PROTOCOL_VERSION} request: {error}"),
-            },
+            Err(error) => unreadable(&line, &error),
         };
         let text = serde_json::to_string(&response).map_err(io::Error::other)?;
         writer.write_all(text.as_bytes())?;
         writer.write_all(b"\n")?;
         writer.flush()?;
+    }
+}
+
+/// The `error` answer to a line that is not a request: with its id when that much can be read.
+fn unreadable(line: &str, error: &serde_json::Error) -> Response {
+    #[derive(Deserialize)]
+    struct IdOnly {
+        id: Option<u64>,
+    }
+    let id = serde_json::from_str::<IdOnly>(line)
+        .ok()
+        .and_then(|only| only.id);
+    Response {
+        id,
+        answer: Answer::Error {
+            message: format!("not a protocol {PROTOCOL_VERSION} request: {error}"),
+        },
     }
 }
 
@@ -376,27 +554,29 @@ mod tests {
 
     #[test]
     fn serves_a_session() {
-        let call = Request::Call {
+        let call = Method::Call {
             symbol: "test::negate_bf16".to_owned(),
             operands: encode_operands(&[Some(reversed_bf16())]),
             params: ParamValues::new(),
         };
-        let panics = Request::Call {
+        let panics = Method::Call {
             symbol: "test::explode_f32".to_owned(),
             operands: Vec::new(),
             params: ParamValues::new(),
         };
         let mut input = String::new();
-        for request in [
-            Request::Handshake { protocol: 1 },
-            Request::Describe,
+        let methods = [
+            Method::Handshake { protocol: 2 },
+            Method::Describe,
             call,
             panics,
-        ] {
-            input.push_str(&serde_json::to_string(&request).unwrap());
+        ];
+        for (id, method) in (10..).zip(methods) {
+            input.push_str(&serde_json::to_string(&Request { id, method }).unwrap());
             input.push('\n');
         }
         input.push_str("not json\n");
+        input.push_str("{\"id\":99,\"method\":\"dance\"}\n");
         let mut output = Vec::new();
         serve_on(&REGISTRY, input.as_bytes(), &mut output).unwrap();
         let responses: Vec<Response> = String::from_utf8(output)
@@ -404,50 +584,99 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(responses.len(), 5);
+        assert_eq!(responses.len(), 6);
+        let ids: Vec<Option<u64>> = responses.iter().map(|r| r.id).collect();
+        assert_eq!(
+            ids,
+            [Some(10), Some(11), Some(12), Some(13), None, Some(99)]
+        );
         // The greeting announces this binary's own build, so verification can be cached by it.
         let hello = Hello {
             build: crate::identity::own_binary().map(str::to_owned),
             ..Hello::of(&REGISTRY)
         };
         assert!(hello.build.is_some());
-        assert_eq!(responses[0], Response::Hello(hello));
-        let Response::Description(description) = &responses[1] else {
+        assert_eq!(responses[0].answer, Answer::Hello(hello));
+        let Answer::Description(description) = &responses[1].answer else {
             panic!("{:?}", responses[1]);
         };
         assert_eq!(description.entry_points.len(), 2);
         assert_eq!(description.op_kinds, vec!["Negate".to_owned()]);
-        let Response::Outputs(outputs) = &responses[2] else {
+        let Answer::Outputs(outputs) = &responses[2].answer else {
             panic!("{:?}", responses[2]);
         };
         // -subnormal, +0.0, -NaN (sign flipped, payload kept)
         assert_eq!(outputs[0].bits, "80010000ffc1");
-        assert!(matches!(&responses[3], Response::Panicked { message } if message == "boom"));
-        assert!(matches!(&responses[4], Response::Error { .. }));
+        assert!(matches!(&responses[3].answer, Answer::Panicked { message } if message == "boom"));
+        assert!(matches!(&responses[4].answer, Answer::Error { .. }));
+        assert!(matches!(&responses[5].answer, Answer::Error { .. }));
+    }
+
+    #[test]
+    fn the_wire_form_is_the_documented_one_and_ignores_unknown_fields() {
+        let request = Request {
+            id: 5,
+            method: Method::Handshake { protocol: 2 },
+        };
+        assert_eq!(
+            serde_json::to_string(&request).unwrap(),
+            r#"{"id":5,"method":"handshake","protocol":2}"#
+        );
+        let later: Request =
+            serde_json::from_str(r#"{"id":6,"method":"describe","from_the_future":[1]}"#).unwrap();
+        assert_eq!(later.method, Method::Describe);
+        let answer: Response =
+            serde_json::from_str(r#"{"id":6,"rejected":{"kind":"Rank","message":"no"},"extra":1}"#)
+                .unwrap();
+        assert_eq!(answer.id, Some(6));
+        assert!(matches!(answer.answer, Answer::Rejected(_)));
+        // An answer without an id does not parse as a protocol 2 response.
+        assert!(serde_json::from_str::<Response>(r#"{"outputs":[]}"#).is_err());
+    }
+
+    #[test]
+    fn lengths_are_checked_before_anything_is_decoded() {
+        let wire = WireTensor {
+            dtype: DType::F32,
+            shape: vec![2, 3],
+            bits: "0".repeat(8 * 7),
+        };
+        let error = wire.check_length().unwrap_err();
+        assert!(error.contains("needs 48 hexadecimal digits"), "{error}");
+        assert!(wire.decode().is_err());
+        let huge = WireTensor {
+            shape: vec![usize::MAX, 2],
+            ..wire.clone()
+        };
+        assert_eq!(huge.elements(), None);
+        assert!(huge.check_length().is_err());
+        let signed = WireTensor {
+            shape: vec![1],
+            bits: "+0000000".to_owned(),
+            ..wire
+        };
+        assert!(signed.decode().is_err(), "a sign is not a hex digit");
     }
 
     #[test]
     fn unknown_symbols_are_rejected_and_missing_executors_are_errors() {
-        let call = Request::Call {
+        let call = Method::Call {
             symbol: "test::nothing".to_owned(),
             operands: Vec::new(),
             params: ParamValues::new(),
         };
         assert!(matches!(
-            respond(&REGISTRY, call),
-            Response::Rejected(Rejection {
+            answer(&REGISTRY, call),
+            Answer::Rejected(Rejection {
                 kind: KernelErrorKind::UnknownOp,
                 ..
             })
         ));
-        let execute = Request::Execute {
+        let execute = Method::Execute {
             op_kind: "Negate".to_owned(),
             operands: Vec::new(),
             params: ParamValues::new(),
         };
-        assert!(matches!(
-            respond(&REGISTRY, execute),
-            Response::Error { .. }
-        ));
+        assert!(matches!(answer(&REGISTRY, execute), Answer::Error { .. }));
     }
 }

@@ -84,7 +84,7 @@ codes! {
     UnknownRegistry = "FKC0306", "the provider's link registry is not known",
         "`provider.link_registry` must name the built-in registry (`fuel_reference_backend::fkc::ENTRY_POINTS`, run in process) or the registry of a provider configured in book.toml: `[preprocessor.fkc.provider.NAME]` with `command = \"cargo run -q --release -p my-backend --bin fkc-provider\"`, matched by the front matter's `provider.name: NAME`.";
     DuplicateKernel = "FKC0307", "a kernel name is used by two contracts",
-        "Kernel names are unique across the book: the registry, the inventory and cross-references find a contract by its name.";
+        "Kernel names are unique per provider: the registry, the inventory and cross-references find a contract by its provider and name. Two providers may each document a kernel of the same name; one provider documents each kernel once.";
     RevisionHashMismatch = "FKC0308", "kernel_revision_hash differs from the computed hash",
         "`kernel_revision_hash: auto` is computed from the provider's `revision_base`, the kernel name and the canonical contract. An authored hash must equal that computed value; write `auto` to let the preprocessor compute it.";
     OpKindVariantMismatch = "FKC0309", "op_kind and op_params.variant name different carriers",
@@ -94,11 +94,21 @@ codes! {
     NotRegistrableWithoutCarrier = "FKC0311", "a registrable contract has no dispatch carrier",
         "A contract without `registrable: false` is registrable and needs `op_kind` and `op_params.variant`. Declare them, or mark the contract describe-only.";
     ProviderStart = "FKC0312", "the provider command cannot start or does not answer",
-        "A configured provider's command is run through the shell in the book's directory; it must answer the protocol's handshake and `describe` on stdout (its `main` is `fkc_provider::serve(&REGISTRY)`). A command that cannot be run, exits, prints something else or does not answer within `start-timeout-ms` is this error, located at the chapter's `provider.name`.";
+        "A configured provider's command is run through the shell in the book's directory; it must answer the protocol's handshake on stdout (its `main` is `fkc_provider::serve(&REGISTRY)`; a `describe` that fails afterwards is FKC0316). A command that cannot be run, exits, prints something else or does not answer within `start-timeout-ms` is this error, located at the chapter's `provider.name`.";
     ProviderProtocol = "FKC0313", "the provider speaks another protocol version",
-        "The handshake carries the provider protocol's version. A provider built against another fkc-provider version answers with its own; rebuild it against the version this mdbook-fkc speaks (the format reference specifies the protocol).";
+        "The handshake carries the provider protocol's version. A provider built against another fkc-provider version answers with its own (a provider of protocol 1, fkc-provider 0.1, whose messages have no ids, gets this error); rebuild it against the version this mdbook-fkc speaks (the format reference specifies the protocol).";
     ProviderRegistryMismatch = "FKC0314", "the provider serves another registry",
         "The front matter's `provider.link_registry` must be the registry the named provider serves (its handshake says which). Correct the path, or the provider's command.";
+    ProviderDescription = "FKC0316", "the provider's description cannot be read",
+        "After the handshake the host asks `describe`; the answer must be a `description` object as the format reference specifies it (`entry_points`, `op_kinds`, `variants` with their `fields`, `executor`). An answer of another shape, or none, is this error, located at the chapter's `provider.name`; the message says which field did not read. The provider's contracts are then not verified (FKC0320).";
+    ProviderProtocolFault = "FKC0317", "the provider broke the protocol",
+        "Every request carries an `id` and every answer must repeat it, one answer per request, one JSON object per line, nothing else on stdout. A line that is not an answer, an answer to a request that was never sent, a second answer to a request, or an answer of the wrong kind is a protocol fault of the provider at the call that caused it (never blamed on another contract). A second answer is found when the next request is answered, or when the build settles each provider before it reports; after a line that is not an answer, or answers a request never sent, the provider is restarted.";
+    FrameLimit = "FKC0318", "an answer is larger than the host accepts",
+        "An answer line may be at most `max-line-bytes` long (the provider's table in book.toml; 4 MiB by default), and an output may have at most as many elements as the contract's own shape rule gives for the sample, or 65536, whichever is more. A larger answer is not read (nor decoded): the call fails with this error naming the limit, and the provider is restarted, so a flooding provider cannot exhaust the build's memory.";
+    EntryPointHung = "FKC0319", "an entry point that hung is not called again",
+        "After a call to an entry point runs out of `call-timeout-ms` (FKC0414), the entry point is marked hung for the rest of the build: every later check of it fails at once with this error instead of waiting for the time limit again.";
+    ProviderUnverified = "FKC0320", "the contract is not verified: its provider failed",
+        "A contract whose provider could not be started, did not answer the handshake, speaks another protocol or could not describe itself (FKC0312, FKC0313, FKC0314, FKC0316 at the chapter's front matter) was not run at all. It fails, in every output format, until its provider serves again.";
     UnderConstrained = "FKC0401", "the contract admits a sample the kernel rejects",
         "The gate draws deterministic samples from the contract's domain: declared dtypes and ranks, contiguous operands, every constraint true and every output dimension defined. The kernel must accept each one. A rejection means the contract is under-constrained: it promises inputs the kernel refuses. The counterexample is shrunk and printed; add the constraint the kernel enforces.";
     OverPromise = "FKC0402", "a sample breaking a constraint is accepted",
@@ -127,6 +137,10 @@ codes! {
         "Every call has a time limit (`call-timeout-ms` of the provider's table in book.toml; 10 s by default). A kernel that does not return in time is killed with its provider process, which is restarted; the sample is reported.";
     AbiClaim = "FKC0415", "a claim the provider boundary cannot make true",
         "Entry points receive immutable operand views and return new, owned, packed tensors. So `in_place: false`, `aliasing: none` and `layout_guarantee: contiguous` hold by construction (the page says so), and `in_place: true` cannot hold for any kernel behind this boundary.";
+    ProviderBudget = "FKC0420", "the provider's time budget is spent",
+        "Calls to one provider may take at most `budget-ms` in all (the provider's table in book.toml; 2 minutes by default). Once that is spent, its kernels are not called again in the build: each contract still waiting fails with this error, which names the slowest kernels. Make them faster, give the provider `jobs`, or raise the budget.";
+    BuildBudget = "FKC0421", "the build's time budget is spent",
+        "Kernel calls stop once the build has run for `build-budget-ms` (`[preprocessor.fkc]` in book.toml; 10 minutes by default): each contract still waiting fails with this error, which names the slowest kernels, so a build that would crawl ends instead.";
     UnverifiedDenied = "FKC0005", "an unverified contract where every contract must be proven",
         "A fence written ```fkc,unverified is a spec-first contract: parsed and resolved, shown with a \"not verified\" badge, but not run. `mdbook-fkc check --deny unverified` makes each one an error, for CI that wants every contract proven.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",

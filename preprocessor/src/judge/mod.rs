@@ -61,7 +61,7 @@ pub fn judge_book(root: &Path, config: &Config, book: &Book) -> Result<(PathBuf,
         .get(&format!("preprocessor.{}", crate::preprocessor::NAME))
         .map_err(|error| format!("cannot read [preprocessor.fkc]: {error}"))?;
     let options = Options::from_table(table.as_ref())?.with_root(root);
-    let mut providers = Providers::new(options.providers.clone());
+    let mut providers = Providers::new(judge_limits(options.providers.clone()));
     let mut registry = BookRegistry::default();
     let mut contracts = Vec::new();
     for item in book.iter() {
@@ -316,3 +316,19 @@ fn isa() -> &'static str {
         "scalar"
     }
 }
+
+/// The Judge's rungs hold up to 2^20 elements per operand, far more than the gate's samples:
+/// their answers may take lines up to [`JUDGE_LINE_BYTES`] whatever the book's limit, and
+/// timing them is the Judge's whole work, so no provider's time budget applies.
+fn judge_limits(
+    mut providers: std::collections::BTreeMap<String, crate::providers::ProviderConfig>,
+) -> std::collections::BTreeMap<String, crate::providers::ProviderConfig> {
+    for config in providers.values_mut() {
+        config.max_line_bytes = config.max_line_bytes.max(JUDGE_LINE_BYTES);
+        config.budget = None;
+    }
+    providers
+}
+
+/// The longest answer line the Judge reads: an F64 output of 2^20 elements is 16 MiB of digits.
+const JUDGE_LINE_BYTES: usize = 64 << 20;

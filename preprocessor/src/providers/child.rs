@@ -1,23 +1,27 @@
-//! A provider in a child process: its command runs through the shell in the book's directory,
-//! in a process group of its own; requests go to its stdin and each answer is awaited with a
-//! time limit. A provider that dies (abort, stack overflow, exit), breaks the protocol or does
-//! not answer in time is killed with its whole group and started again for the next call.
+//! One provider process: its command runs through the shell in the book's directory, in a
+//! process group of its own; each request goes to its stdin with a fresh id and its answer —
+//! the line repeating that id — is awaited with a time limit. Lines are bounded ([`Frames`]).
+//! A provider that exits or closes its stdout is a crash at once (its exit is watched while an
+//! answer is awaited); one that breaks the protocol, answers too much or does not answer in
+//! time is killed with its whole group. A second answer to an earlier call is a fault of that
+//! call, never taken for the answer of the one waiting.
 
-use super::ProviderConfig;
-use fkc_provider::protocol::{
-    Hello, PROTOCOL_VERSION, Request, Response, WireTensor, encode_operands,
-};
-use fkc_provider::{Description, Operand, ParamValues};
-use std::io::{BufRead, BufReader, Read, Write};
+use super::frames::{Frame, Frames};
+use super::{Crash, ProviderConfig};
+use fkc_provider::Description;
+use fkc_provider::protocol::{Answer, Hello, Method, PROTOCOL_VERSION, Request, Response};
+use std::collections::BTreeMap;
+use std::io::{BufReader, Read, Write};
 use std::process::{ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use super::{CallOutcome, Crash};
+use std::time::{Duration, Instant};
 
 /// The last bytes of a provider's stderr kept for a crash report.
 const STDERR_TAIL: usize = 2048;
+/// How often an exited process is looked for while an answer is awaited.
+const WATCH: Duration = Duration::from_millis(25);
+/// How long an ended stream waits for the process's exit status before it is killed.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// Why a provider could not be started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +32,8 @@ pub enum StartError {
     NoHandshake { command: String, detail: String },
     /// It speaks another protocol version.
     Version { command: String, theirs: u32 },
+    /// It answered the handshake, but not `describe` with a description.
+    Describe { command: String, detail: String },
 }
 
 impl std::fmt::Display for StartError {
@@ -44,251 +50,334 @@ impl std::fmt::Display for StartError {
                 f,
                 "the provider command `{command}` speaks provider protocol {theirs}, this mdbook-fkc speaks {PROTOCOL_VERSION}"
             ),
+            StartError::Describe { command, detail } => write!(
+                f,
+                "the provider command `{command}` answered the handshake, but not `describe`: {detail}"
+            ),
         }
     }
 }
 
-/// One running provider process.
+/// A second answer to an earlier call, found while another was awaited: a fault of the call
+/// it answers (its entry point), reported there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// The entry point (or `execute:OP`) of the call answered twice.
+    pub symbol: String,
+    pub message: String,
+}
+
+/// One running provider process and its session.
 #[derive(Debug)]
-struct Running {
+pub struct Session {
     process: std::process::Child,
     stdin: ChildStdin,
-    lines: Receiver<Option<String>>,
+    frames: Frames,
     stderr: Arc<Mutex<String>>,
     stderr_reader: std::thread::JoinHandle<()>,
+    next_id: u64,
+    /// What each call of this session asked (its entry point), by id.
+    asked: BTreeMap<u64, String>,
 }
 
-/// A provider child, restarted on demand.
+/// What one request got: the answer or why there is none, and the faults found on the way.
 #[derive(Debug)]
-pub struct Child {
-    config: ProviderConfig,
-    running: Option<Running>,
+pub struct Exchange {
+    pub answer: Result<Answer, Crash>,
+    pub faults: Vec<Fault>,
 }
 
-impl Child {
+impl Session {
     /// Starts the command, greets it and reads its description.
-    pub fn start(config: &ProviderConfig) -> Result<(Child, Hello, Description), StartError> {
-        let mut child = Child {
-            config: config.clone(),
-            running: None,
+    pub fn start(config: &ProviderConfig) -> Result<(Session, Hello, Description), StartError> {
+        let (mut session, hello) = Session::greeted(config)?;
+        let describe_error = |detail: String| StartError::Describe {
+            command: config.command.clone(),
+            detail,
         };
-        let hello = child.spawn()?;
-        let description = match child.request(&Request::Describe, config.start_timeout) {
-            Ok(Response::Description(description)) => description,
-            Ok(other) => return Err(child.no_handshake(format!("`describe` answered {other:?}"))),
-            Err(crash) => return Err(child.no_handshake(crash.to_string())),
+        let exchange = session.ask(Method::Describe, None, config.start_timeout);
+        let description = match exchange.answer {
+            Ok(Answer::Description(description)) => description,
+            Ok(other) => {
+                return Err(describe_error(format!(
+                    "it answered {}",
+                    clip(&format!("{other:?}"))
+                )));
+            }
+            Err(crash) => return Err(describe_error(crash.to_string())),
         };
-        Ok((child, hello, description))
+        Ok((session, hello, description))
     }
 
-    fn no_handshake(&self, detail: String) -> StartError {
-        StartError::NoHandshake {
-            command: self.config.command.clone(),
+    /// Starts the command and checks its greeting.
+    pub fn greeted(config: &ProviderConfig) -> Result<(Session, Hello), StartError> {
+        let mut session = Session::spawn(config)?;
+        let no_handshake = |detail: String| StartError::NoHandshake {
+            command: config.command.clone(),
             detail,
+        };
+        let handshake = Method::Handshake {
+            protocol: PROTOCOL_VERSION,
+        };
+        let id = session
+            .send(handshake)
+            .map_err(|c| no_handshake(c.to_string()))?;
+        let deadline = Instant::now() + config.start_timeout;
+        let line = match session.next_line(deadline, config.start_timeout) {
+            Ok(line) => line,
+            Err(crash) => return Err(no_handshake(crash.to_string())),
+        };
+        if let Some(theirs) = other_version(&line) {
+            return Err(StartError::Version {
+                command: config.command.clone(),
+                theirs,
+            });
+        }
+        match serde_json::from_slice::<Response>(&line) {
+            Ok(Response {
+                id: Some(answered),
+                answer: Answer::Hello(hello),
+            }) if answered == id => Ok((session, hello)),
+            Ok(other) => Err(no_handshake(format!(
+                "it answered {}",
+                clip(&format!("{other:?}"))
+            ))),
+            Err(error) => Err(no_handshake(format!(
+                "it printed a line that is not a protocol {PROTOCOL_VERSION} greeting ({error}): {}",
+                clip(&String::from_utf8_lossy(&line))
+            ))),
         }
     }
 
-    /// Runs the command and checks its greeting.
-    fn spawn(&mut self) -> Result<Hello, StartError> {
-        let command = self.config.command.clone();
-        let mut process = shell(&command)
-            .current_dir(&self.config.dir)
+    /// Runs the command, its standard streams piped.
+    fn spawn(config: &ProviderConfig) -> Result<Session, StartError> {
+        let command = config.command.clone();
+        let mut shell = shell(&command);
+        shell
+            .current_dir(&config.dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|error| StartError::Spawn {
-                command: command.clone(),
-                error: error.to_string(),
-            })?;
+            .stderr(Stdio::piped());
+        let mut process = shell.spawn().map_err(|error| StartError::Spawn {
+            command: command.clone(),
+            error: error.to_string(),
+        })?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (
             process.stdin.take(),
             process.stdout.take(),
             process.stderr.take(),
         ) else {
+            kill_group(&process);
             return Err(StartError::Spawn {
                 command,
                 error: "its standard streams could not be opened".to_owned(),
             });
         };
         let (stderr, stderr_reader) = tail_of(stderr);
-        self.running = Some(Running {
+        Ok(Session {
             process,
             stdin,
-            lines: read_lines(stdout),
+            frames: Frames::read(stdout, config.max_line_bytes),
             stderr,
             stderr_reader,
+            next_id: 0,
+            asked: BTreeMap::new(),
+        })
+    }
+
+    /// Sends one request and awaits its answer for at most `limit`. `call` names the entry
+    /// point a call asks for (so that a second answer to it can be told apart). On any crash
+    /// but a caught panic the session is over: drop it.
+    pub fn ask(&mut self, method: Method, call: Option<&str>, limit: Duration) -> Exchange {
+        let mut faults = Vec::new();
+        let answer = self.send(method).and_then(|id| {
+            if let Some(symbol) = call {
+                self.asked.insert(id, symbol.to_owned());
+            }
+            self.await_answer(id, limit, &mut faults)
         });
-        let handshake = Request::Handshake {
-            protocol: PROTOCOL_VERSION,
-        };
-        match self.request(&handshake, self.config.start_timeout) {
-            Ok(Response::Hello(hello)) if hello.protocol == PROTOCOL_VERSION => Ok(hello),
-            Ok(Response::Hello(hello)) => {
-                self.stop();
-                Err(StartError::Version {
-                    command,
-                    theirs: hello.protocol,
-                })
-            }
-            Ok(other) => {
-                self.stop();
-                Err(self.no_handshake(format!("it answered {other:?}")))
-            }
-            Err(crash) => Err(self.no_handshake(crash.to_string())),
-        }
+        Exchange { answer, faults }
     }
 
-    /// Calls an entry point.
-    pub fn call(
-        &mut self,
-        symbol: &str,
-        operands: &[Option<Operand>],
-        params: &ParamValues,
-    ) -> CallOutcome {
-        self.outcome(&Request::Call {
-            symbol: symbol.to_owned(),
-            operands: encode_operands(operands),
-            params: params.clone(),
-        })
-    }
-
-    /// Runs an op kind through the provider's executor.
-    pub fn execute(
-        &mut self,
-        op_kind: &str,
-        operands: &[Option<Operand>],
-        params: &ParamValues,
-    ) -> CallOutcome {
-        self.outcome(&Request::Execute {
-            op_kind: op_kind.to_owned(),
-            operands: encode_operands(operands),
-            params: params.clone(),
-        })
-    }
-
-    fn outcome(&mut self, request: &Request) -> CallOutcome {
-        if self.running.is_none()
-            && let Err(error) = self.spawn()
-        {
-            return CallOutcome::Crashed(Crash::Died(format!("restarting it failed: {error}")));
-        }
-        match self.request(request, self.config.call_timeout) {
-            Ok(Response::Outputs(outputs)) => decode_outputs(&outputs),
-            Ok(Response::Rejected(rejection)) => CallOutcome::Rejected(rejection.message),
-            Ok(Response::Panicked { message }) => CallOutcome::Crashed(Crash::Panicked(message)),
-            Ok(Response::Error { message }) => CallOutcome::Crashed(Crash::Died(format!(
-                "it reported a protocol error: {message}"
-            ))),
-            Ok(other) => {
-                self.stop();
-                CallOutcome::Crashed(Crash::Died(format!("it answered {other:?} to a call")))
-            }
-            Err(crash) => CallOutcome::Crashed(crash),
-        }
-    }
-
-    /// Sends one request and waits for one response. On a crash the process is stopped.
-    fn request(&mut self, request: &Request, limit: Duration) -> Result<Response, Crash> {
-        let Some(running) = self.running.as_mut() else {
-            return Err(Crash::Died("it is not running".to_owned()));
-        };
-        if let Ok(mut stderr) = running.stderr.lock() {
+    /// Writes one request with a fresh id.
+    fn send(&mut self, method: Method) -> Result<u64, Crash> {
+        let id = self.next_id;
+        self.next_id += 1;
+        if let Ok(mut stderr) = self.stderr.lock() {
             stderr.clear(); // a crash report shows what this request made it say
         }
-        let mut line = serde_json::to_string(request)
+        let mut line = serde_json::to_vec(&Request { id, method })
             .map_err(|e| Crash::Died(format!("cannot encode the request: {e}")))?;
-        line.push('\n');
-        let sent = running
+        line.push(b'\n');
+        let sent = self
             .stdin
-            .write_all(line.as_bytes())
-            .and_then(|()| running.stdin.flush());
-        let answer = match sent {
-            Ok(()) => running.lines.recv_timeout(limit),
-            Err(_) => Ok(None), // its stdin is closed: it has exited
-        };
-        match answer {
-            Ok(Some(text)) => serde_json::from_str(&text).map_err(|error| {
-                self.stop();
-                Crash::Died(format!(
-                    "it printed a line that is not a protocol response ({error}): {}",
-                    clip(&text)
+            .write_all(&line)
+            .and_then(|()| self.stdin.flush());
+        match sent {
+            Ok(()) => Ok(id),
+            Err(_) => Err(Crash::Died(self.ended("its stdin is closed"))),
+        }
+    }
+
+    /// Reads lines until the one answering `id`; second answers to earlier calls are faults of
+    /// those calls.
+    fn await_answer(
+        &mut self,
+        id: u64,
+        limit: Duration,
+        faults: &mut Vec<Fault>,
+    ) -> Result<Answer, Crash> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let line = self.next_line(deadline, limit)?;
+            let response: Response = serde_json::from_slice(&line).map_err(|error| {
+                Crash::Protocol(format!(
+                    "it printed a line that is not a protocol {PROTOCOL_VERSION} answer ({error}): {}",
+                    clip(&String::from_utf8_lossy(&line))
                 ))
-            }),
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                let status = self.reap();
-                Err(Crash::Died(status))
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                self.stop();
-                Err(Crash::TimedOut(limit))
+            })?;
+            match response.id {
+                Some(answered) if answered == id => return Ok(response.answer),
+                Some(earlier) if earlier < id => match self.asked.get(&earlier) {
+                    Some(symbol) => faults.push(Fault {
+                        symbol: symbol.clone(),
+                        message: format!(
+                            "it answered request {earlier} (a call of `{symbol}`) a second time"
+                        ),
+                    }),
+                    None => {
+                        return Err(Crash::Protocol(format!(
+                            "it answered request {earlier} a second time while request {id} waited"
+                        )));
+                    }
+                },
+                Some(never) => {
+                    return Err(Crash::Protocol(format!(
+                        "it sent an answer to request {never}, which was never sent (request {id} waited)"
+                    )));
+                }
+                None => {
+                    return Err(Crash::Protocol(match response.answer {
+                        Answer::Error { message } => {
+                            format!("it could not read request {id}: {message}")
+                        }
+                        other => {
+                            format!("it answered without an id: {}", clip(&format!("{other:?}")))
+                        }
+                    }));
+                }
             }
         }
     }
 
-    /// Waits for an exited process and describes how it ended, with its stderr's last lines.
-    fn reap(&mut self) -> String {
-        let Some(mut running) = self.running.take() else {
-            return "it is not running".to_owned();
+    /// The next line from the provider, watching for its exit; `limit` is only named in a
+    /// time-out.
+    fn next_line(&mut self, deadline: Instant, limit: Duration) -> Result<Vec<u8>, Crash> {
+        loop {
+            let slice = deadline.min(Instant::now() + WATCH);
+            match self.frames.next(slice) {
+                Some(Frame::Line(line)) => return Ok(line),
+                Some(Frame::Oversized(bytes)) => {
+                    return Err(Crash::Oversized(format!(
+                        "an answer line is longer than {bytes} bytes (`max-line-bytes`); it was not read"
+                    )));
+                }
+                Some(Frame::End) => return Err(Crash::Died(self.ended("it closed its stdout"))),
+                None if Instant::now() >= deadline => return Err(Crash::TimedOut(limit)),
+                None => {
+                    if let Ok(Some(status)) = self.process.try_wait() {
+                        // An answer written just before the exit may still be on its way.
+                        let grace = Instant::now() + WATCH;
+                        if let Some(Frame::Line(line)) = self.frames.next(grace) {
+                            return Ok(line);
+                        }
+                        return Err(Crash::Died(
+                            self.with_stderr(format!("it exited ({status})")),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// How the process ended once its stream did: its exit status if it exits within a
+    /// moment, else `why` (it is killed when the session is dropped).
+    fn ended(&mut self, why: &str) -> String {
+        let deadline = Instant::now() + EXIT_GRACE;
+        let status = loop {
+            match self.process.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                _ => break None,
+            }
         };
-        let status = running
-            .process
-            .wait()
-            .map_or_else(|e| e.to_string(), |s| s.to_string());
-        kill_group(&running.process);
+        let what = match status {
+            Some(status) => format!("it exited ({status})"),
+            None => format!("{why}, though it still runs"),
+        };
+        self.with_stderr(what)
+    }
+
+    /// `what`, with the last words of its stderr.
+    fn with_stderr(&mut self, what: String) -> String {
+        kill_group(&self.process);
         // The pipe closes once the group is gone: give the reader a moment to take the rest.
         for _ in 0..50 {
-            if running.stderr_reader.is_finished() {
+            if self.stderr_reader.is_finished() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(4));
         }
-        let stderr = running.stderr.lock().map(|s| s.clone()).unwrap_or_default();
+        let stderr = self.stderr.lock().map(|s| s.clone()).unwrap_or_default();
         let stderr = stderr.trim();
         if stderr.is_empty() {
-            format!("it exited ({status})")
+            what
         } else {
-            format!(
-                "it exited ({status}); its stderr ends: {}",
-                last_words(stderr)
-            )
-        }
-    }
-
-    /// Kills the process and its group.
-    fn stop(&mut self) {
-        if let Some(mut running) = self.running.take() {
-            kill_group(&running.process);
-            let _ = running.process.kill();
-            let _ = running.process.wait();
+            format!("{what}; its stderr ends: {}", last_words(stderr))
         }
     }
 }
 
-impl Drop for Child {
+impl Drop for Session {
     fn drop(&mut self) {
-        self.stop();
+        kill_group(&self.process);
+        let _ = self.process.kill();
+        let _ = self.process.wait();
     }
 }
 
-fn decode_outputs(outputs: &[WireTensor]) -> CallOutcome {
-    let decoded: Result<Vec<_>, String> = outputs.iter().map(WireTensor::decode).collect();
-    match decoded {
-        Ok(outputs) => CallOutcome::Outputs(outputs),
-        Err(error) => {
-            CallOutcome::Crashed(Crash::Died(format!("it sent a malformed output: {error}")))
-        }
+/// The version of a greeting from another protocol version (which may lack ids or anything
+/// else this version needs): `{"hello":{"protocol":N,…}}` with N not ours.
+fn other_version(line: &[u8]) -> Option<u32> {
+    #[derive(serde::Deserialize)]
+    struct Greeting {
+        hello: Version,
     }
+    #[derive(serde::Deserialize)]
+    struct Version {
+        protocol: u32,
+    }
+    let greeting: Greeting = serde_json::from_slice(line).ok()?;
+    (greeting.hello.protocol != PROTOCOL_VERSION).then_some(greeting.hello.protocol)
 }
 
 /// The command through the platform's shell, in a process group of its own (so that a hung
-/// grandchild, such as the binary under `cargo run`, is killed with it).
+/// grandchild, such as the binary under `cargo run`, is killed with it). A simple command
+/// replaces the shell (`exec`), so that the provider's own stdout is the pipe's only writer:
+/// when it closes it, or exits, the host sees the end at once.
 fn shell(command: &str) -> Command {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         let mut shell = Command::new("sh");
-        shell.arg("-c").arg(command).process_group(0);
+        let line = if is_simple(command) {
+            format!("exec {command}")
+        } else {
+            command.to_owned()
+        };
+        shell.arg("-c").arg(line).process_group(0);
         shell
     }
     #[cfg(not(unix))]
@@ -297,6 +386,14 @@ fn shell(command: &str) -> Command {
         shell.arg("/C").arg(command);
         shell
     }
+}
+
+/// Whether `command` is one simple command (no list, pipeline, grouping, redirection of its
+/// own, leading assignment or keyword), which `exec` may run in the shell's place.
+fn is_simple(command: &str) -> bool {
+    let first = command.split_whitespace().next().unwrap_or("");
+    let keyword = ["if", "for", "while", "until", "case", "!", "exec", "{", "("].contains(&first);
+    !keyword && !first.contains('=') && !command.contains([';', '&', '|', '(', ')', '{', '}', '\n'])
 }
 
 fn kill_group(process: &std::process::Child) {
@@ -311,30 +408,6 @@ fn kill_group(process: &std::process::Child) {
     {
         let _ = process;
     }
-}
-
-/// Reads stdout line by line on a thread; `None` marks the end of the stream.
-fn read_lines(stdout: impl Read + Send + 'static) -> Receiver<Option<String>> {
-    let (sender, receiver) = channel();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        loop {
-            let mut line = String::new();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => {
-                    let _ = sender.send(None);
-                    return;
-                }
-                Ok(_) if line.trim().is_empty() => {}
-                Ok(_) => {
-                    if sender.send(Some(line)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-    receiver
 }
 
 /// Keeps the last [`STDERR_TAIL`] bytes of stderr, read on a thread.
@@ -371,7 +444,35 @@ fn last_words(text: &str) -> String {
     tail.replace('\n', " ⏎ ")
 }
 
-fn clip(text: &str) -> String {
+/// The first few hundred characters of a line.
+pub(super) fn clip(text: &str) -> String {
     let line: String = text.trim().chars().take(400).collect();
     line.replace('\n', " ⏎ ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_simple_commands_replace_the_shell() {
+        for simple in [
+            "python3 provider.py",
+            "cargo run -q --release -p my-backend --bin fkc-provider",
+            "'/path with space/fkc-provider' --serve \"$HOME\"",
+        ] {
+            assert!(is_simple(simple), "{simple}");
+        }
+        for compound in [
+            "cd sub && ./provider",
+            "echo hi; cat",
+            "tee in.log | provider",
+            "RUST_LOG=debug provider",
+            "(provider)",
+            "exec provider",
+            "if true; then p; fi",
+        ] {
+            assert!(!is_simple(compound), "{compound}");
+        }
+    }
 }

@@ -202,17 +202,13 @@ impl Gate<'_> {
             .entry_point
             .as_ref()
             .map_or(self.raw.kernel.span.clone(), |e| e.span.clone());
-        let code = match crash {
-            Crash::TimedOut(_) => Code::KernelTimedOut,
-            Crash::Panicked(_) | Crash::Died(_) => Code::KernelCrashed,
-        };
-        let diagnostic = self.error(code, span, format!("`{}`: {crash}", kernel.symbol));
+        let diagnostic = self.error(crash.code(), span, format!("`{}`: {crash}", kernel.symbol));
         diagnostic.label = Some("this entry point".to_owned());
         diagnostic.notes.push(sample_note(dtype.name(), sample));
-        diagnostic.help.push(match crash {
-            Crash::TimedOut(_) => "make the kernel return on this input (or raise `call-timeout-ms` in the provider's table of book.toml if it is only slow)".to_owned(),
-            _ => "a kernel must refuse bad input with an error, never crash: fix the kernel, then rebuild the provider".to_owned(),
-        });
+        if let Crash::TimedOut(_) = crash {
+            diagnostic.notes.push("the entry point is now marked hung: the contract's remaining checks, and every other call of it in this build, do not call it again (FKC0319)".to_owned());
+        }
+        diagnostic.help.push(crash.help().to_owned());
     }
 
     pub(super) fn nondeterministic(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample) {

@@ -43,8 +43,13 @@ impl Gate<'_> {
             self.evidence.rows.push((
                 "undeclared dtypes are refused".to_owned(),
                 format!(
-                    "{}: no entry point runs them and the executor rejects them",
-                    refused.join(", ")
+                    "{}: no entry point runs them and {}",
+                    refused.join(", "),
+                    if first.provider.description().executor {
+                        "the executor rejects them"
+                    } else {
+                        "the provider has no executor"
+                    }
                 ),
             ));
         }

@@ -157,10 +157,11 @@ pub(super) fn oracle_inputs(operands: &[Option<Operand>]) -> Vec<Option<Input>> 
         .collect()
 }
 
-/// Runs `kernel` on `sample`; with `repeat`, runs it twice on the same operands.
+/// Runs `kernel` on `sample`; with `repeat`, runs it twice on the same operands. Outputs far
+/// larger than the contract's shape rule gives for the sample are not decoded.
 pub fn call(
     kernel: &Kernel<'_>,
-    _domain: &Domain<'_>,
+    domain: &Domain<'_>,
     sample: &Sample,
     dtype: DType,
     seed: u64,
@@ -170,21 +171,30 @@ pub fn call(
         Ok(arguments) => arguments,
         Err(error) => return Outcome::Skipped(error),
     };
-    let first = match kernel.run(&operands, &values) {
+    let expected = if kernel.provider.is_in_process() {
+        Vec::new() // nothing to bound: in process, outputs are never decoded
+    } else {
+        expected_elements(domain, sample, dtype)
+    };
+    let first = match kernel.run_expecting(&operands, &values, &expected) {
         CallOutcome::Outputs(outputs) => outputs,
         CallOutcome::Rejected(error) => return Outcome::Rejected(error),
         CallOutcome::Crashed(crash) => return Outcome::Crashed(crash),
     };
-    let repeat_identical = repeat.then(|| match kernel.run(&operands, &values) {
-        CallOutcome::Outputs(second) => {
+    // A second run that crashed (or was not made) says nothing about determinism.
+    let repeat_identical = match repeat.then(|| kernel.run_expecting(&operands, &values, &expected))
+    {
+        None => None,
+        Some(CallOutcome::Crashed(crash)) => return Outcome::Crashed(crash),
+        Some(CallOutcome::Outputs(second)) => Some(
             second.len() == first.len()
                 && second
                     .iter()
                     .zip(&first)
-                    .all(|(a, b)| a.to_bits() == b.to_bits())
-        }
-        _ => false,
-    });
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+        ),
+        Some(CallOutcome::Rejected(_)) => Some(false),
+    };
     Outcome::Accepted {
         outputs: first
             .iter()
@@ -194,6 +204,24 @@ pub fn call(
         inputs: oracle_inputs(&operands),
         repeat_identical,
     }
+}
+
+/// The elements of each output the contract's shape rule gives for `sample` (0 where it
+/// gives none).
+fn expected_elements(domain: &Domain<'_>, sample: &Sample, dtype: DType) -> Vec<usize> {
+    let bindings = domain.bindings(sample, dtype);
+    domain
+        .outputs(sample, &bindings)
+        .unwrap_or_default()
+        .iter()
+        .map(|dims| {
+            dims.iter()
+                .try_fold(1usize, |count, d| {
+                    count.checked_mul(usize::try_from(*d).ok()?)
+                })
+                .unwrap_or(0)
+        })
+        .collect()
 }
 
 /// Whether the provider's executor runs `kernel`'s op kind on operands of `dtype` (false

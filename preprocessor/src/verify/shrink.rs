@@ -174,7 +174,8 @@ fn smaller(sample: &Sample) -> Vec<Sample> {
 /// How many re-runs a failure with `code` may cost while shrinking.
 fn tries_for(code: Code) -> usize {
     match code {
-        Code::KernelTimedOut => TIMEOUT_TRIES,
+        // Each re-run of an answer too large reads up to the line limit and restarts the provider.
+        Code::KernelTimedOut | Code::FrameLimit => TIMEOUT_TRIES,
         Code::KernelCrashed => CRASH_TRIES,
         _ => TRIES,
     }
@@ -183,9 +184,16 @@ fn tries_for(code: Code) -> usize {
 /// Whether a failure is about the sample (so a smaller one and a reproduction make sense):
 /// every behavioural report names its sample with [`sample_note`]; an operands mismatch that
 /// does not (the contract's operands or parameters cannot make a call at all) is about the
-/// contract.
+/// contract, and a kernel not called at all (it hung before, or a time budget is spent) says
+/// nothing about the sample.
 fn about_the_sample(report: &crate::diag::Diagnostic) -> bool {
-    report.code != Code::OperandsMismatch || report.notes.iter().any(|n| n.starts_with("sample ("))
+    let not_called = matches!(
+        report.code,
+        Code::EntryPointHung | Code::ProviderBudget | Code::BuildBudget
+    );
+    !not_called
+        && (report.code != Code::OperandsMismatch
+            || report.notes.iter().any(|n| n.starts_with("sample (")))
 }
 
 /// The note naming the sample a report was made on, as every check writes it.

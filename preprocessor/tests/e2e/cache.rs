@@ -168,3 +168,46 @@ fn pages_built_from_the_cache_equal_pages_built_afresh() {
         "a build from the cache differs from one without it"
     );
 }
+
+/// The (kernel, failing) of each contract of `check --format json` in `dir` (with the cache).
+fn verdicts(dir: &Path, env: &[(&str, &str)]) -> Vec<(String, bool)> {
+    let output = std::process::Command::new(fkc_bin())
+        .args(["check", "--format", "json"])
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    json["contracts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kernel"].as_str().unwrap().to_owned(),
+                c["failing"] == true,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_changed_provider_command_or_environment_is_never_served_from_the_cache() {
+    let honest = vec![("victim".to_owned(), false), ("culprit".to_owned(), false)];
+    let lying = vec![("victim".to_owned(), false), ("culprit".to_owned(), true)];
+    // The same provider script, only its command line changed so that its kernel lies.
+    let dir = crate::faults::faulty_book("honest", &[]);
+    assert_eq!(verdicts(&dir, &[]), honest);
+    assert!(!entries(&dir).is_empty(), "nothing was cached");
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, text.replace(" honest\"", " lie\"")).unwrap();
+    assert_eq!(verdicts(&dir, &[]), lying);
+    std::fs::write(&toml, &text).unwrap();
+    assert_eq!(verdicts(&dir, &[]), honest);
+    // An environment variable the provider's table names.
+    let dir = crate::faults::faulty_book("lie-env", &["env = [\"FKC_FAULTY_LIE\"]"]);
+    assert_eq!(verdicts(&dir, &[("FKC_FAULTY_LIE", "0")]), honest);
+    assert_eq!(verdicts(&dir, &[("FKC_FAULTY_LIE", "1")]), lying);
+    assert_eq!(verdicts(&dir, &[("FKC_FAULTY_LIE", "0")]), honest);
+}

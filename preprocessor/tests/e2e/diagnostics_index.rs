@@ -13,7 +13,7 @@ use std::path::Path;
 /// expect its own expectation to fail); FKC0310 is a note shown beside describe-only contracts;
 /// FKC0404 and FKC0405 by synthetic kernels in `verify`'s unit tests (no reference kernel
 /// changes dtype or is nondeterministic, so no contract in the book can fail them).
-const PROVEN_ELSEWHERE: [Code; 10] = [
+const PROVEN_ELSEWHERE: [Code; 17] = [
     Code::ExpectationNotMet,
     Code::DescribeOnly,
     Code::DtypeRuleViolated,
@@ -26,6 +26,13 @@ const PROVEN_ELSEWHERE: [Code; 10] = [
     Code::ProviderRegistryMismatch,
     Code::KernelCrashed,
     Code::KernelTimedOut,
+    Code::ProviderDescription,
+    Code::ProviderProtocolFault,
+    Code::FrameLimit,
+    Code::EntryPointHung,
+    Code::ProviderUnverified,
+    Code::ProviderBudget,
+    Code::BuildBudget,
 ];
 
 fn markdown_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -9,6 +9,7 @@ mod build;
 mod cache;
 mod cli;
 mod diagnostics_index;
+mod faults;
 mod hostile;
 mod judge;
 mod mutations;

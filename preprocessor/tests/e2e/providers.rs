@@ -240,10 +240,14 @@ fn crashing_and_hanging_kernels_are_located_failures_within_the_time_limit() {
 fn provider_commands_that_cannot_serve_are_located_at_the_front_matter() {
     let dir = provider_book("providers-broken");
     let found = errors(&dir);
+    // Each failure at its front matter, and each chapter's contract not verified (FKC0320).
     let expected = owned(&[
         ("FKC0312", "book/missing.md:4"),
+        ("FKC0320", "book/missing.md:19"),
         ("FKC0313", "book/future.md:4"),
+        ("FKC0320", "book/future.md:19"),
         ("FKC0314", "book/wrong-registry.md:7"),
+        ("FKC0320", "book/wrong-registry.md:19"),
     ]);
     assert_eq!(found, expected);
 }
@@ -292,5 +296,269 @@ fn this_repository_s_book_runs_its_provider_in_process() {
     assert!(
         !toml.contains("[preprocessor.fkc.provider"),
         "the book spawns a provider"
+    );
+}
+
+/// A copy of the Python provider's book, run by this test run's binary.
+fn python_book() -> PathBuf {
+    let dir = temp_dir("python-book");
+    let example = repo_root().join("examples/python-provider");
+    copy_dir(&example.join("book"), &dir.join("book"));
+    let toml = std::fs::read_to_string(example.join("book.toml")).unwrap();
+    let ours = format!("command = {:?}", fkc_bin().display().to_string());
+    let provider = format!(
+        "command = {:?}",
+        format!("python3 {}", example.join("provider.py").display())
+    );
+    let toml = toml
+        .replace(
+            "command = \"cargo run --quiet --locked --release -p mdbook-fkc --\"",
+            &ours,
+        )
+        .replace("command = \"python3 provider.py\"", &provider);
+    std::fs::write(dir.join("book.toml"), toml).unwrap();
+    dir
+}
+
+#[test]
+fn a_python_provider_written_from_the_format_reference_verifies_under_real_mdbook() {
+    let dir = python_book();
+    let output = real_mdbook_build(&dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let html = page(&dir, "kernels.html");
+    for kernel in ["relu", "max_pool2d"] {
+        assert!(
+            html.contains(&format!("<h3><code>{kernel}</code></h3>")),
+            "{kernel}"
+        );
+    }
+    assert!(
+        html.contains("30 samples through <code>py_kernels::max_pool2d_f32</code>"),
+        "max_pool2d's admitted samples did not run"
+    );
+    assert!(html.contains("values exactly equal to an independent oracle"));
+    // And it fails when its kernel lies: the gate really runs the Python code.
+    let provider = dir.join("provider.py");
+    let source = std::fs::read_to_string(repo_root().join("examples/python-provider/provider.py"))
+        .unwrap()
+        .replace("if x.value(i) < 0 else p", "if x.value(i) < 0.25 else p");
+    std::fs::write(&provider, source).unwrap();
+    std::fs::copy(
+        repo_root().join("examples/python-provider/fkc_provider.py"),
+        dir.join("fkc_provider.py"),
+    )
+    .unwrap();
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap().replace(
+        &repo_root()
+            .join("examples/python-provider/provider.py")
+            .display()
+            .to_string(),
+        &provider.display().to_string(),
+    );
+    std::fs::write(&toml, text).unwrap();
+    let lied = fkc(&["check"], &dir);
+    assert!(!lied.status.success());
+    assert!(stderr(&lied).contains("error[FKC0409]: `py_kernels::relu_f32` computes"));
+}
+
+#[test]
+fn two_providers_may_each_document_a_kernel_of_the_same_name() {
+    // The demo provider's `relu` and the Python provider's `relu`, in one book.
+    let dir = demo_book();
+    let python = python_book();
+    std::fs::copy(
+        python.join("book/kernels.md"),
+        dir.join("book/python-kernels.md"),
+    )
+    .unwrap();
+    let summary = dir.join("book/SUMMARY.md");
+    let text = std::fs::read_to_string(&summary).unwrap();
+    std::fs::write(&summary, format!("{text}- [Python](python-kernels.md)\n")).unwrap();
+    let python_toml = std::fs::read_to_string(python.join("book.toml")).unwrap();
+    let table = &python_toml[python_toml
+        .find("[preprocessor.fkc.provider.py-kernels]")
+        .unwrap()..];
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{text}\n{table}")).unwrap();
+    let output = fkc(&["check"], &dir);
+    let listed = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        listed.matches("ok   relu (describe-only)").count(),
+        2,
+        "{listed}"
+    );
+    assert!(listed.contains("4 contract(s) verified"), "{listed}");
+    // Within one provider, a name is still taken once.
+    let chapter = dir.join("book/python-kernels.md");
+    let text = std::fs::read_to_string(&chapter).unwrap();
+    std::fs::write(&chapter, text.replace("kernel: max_pool2d", "kernel: relu")).unwrap();
+    let twice = stderr(&fkc(&["check"], &dir));
+    assert!(
+        twice.contains(
+            "error[FKC0307]: kernel `relu` is already defined for the provider `py-kernels`"
+        ),
+        "{twice}"
+    );
+}
+
+/// Rewrites the book.toml in `dir` so that the provider command `command` runs between two
+/// `tee`s recording its traffic: `requests.jsonl` and `responses.jsonl` in `dir`.
+fn record_traffic(dir: &Path, command: &str) -> (PathBuf, PathBuf) {
+    let (requests, responses) = (dir.join("requests.jsonl"), dir.join("responses.jsonl"));
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(text.contains(command), "{text}");
+    let recorded = format!(
+        "tee -a '{}' | {command} | tee -a '{}'",
+        requests.display(),
+        responses.display()
+    );
+    std::fs::write(&toml, text.replace(command, &recorded)).unwrap();
+    (requests, responses)
+}
+
+/// Whether recorded traffic is valid under fkc-provider's JSON Schemas (`schema/validate.py`),
+/// with what the validator says.
+fn valid_traffic((requests, responses): &(PathBuf, PathBuf)) -> (bool, String) {
+    let output = Command::new("python3")
+        .arg(repo_root().join("provider/schema/validate.py"))
+        .args([requests, responses])
+        .output()
+        .expect("python3 runs the schema validator (it needs the `jsonschema` package)");
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(
+        !said.contains("ModuleNotFoundError"),
+        "install the validator's package: python3 -m pip install jsonschema\n{said}"
+    );
+    (output.status.success(), said)
+}
+
+#[test]
+fn both_providers_traffic_matches_the_protocol_s_json_schemas() {
+    let rust = demo_book();
+    let command = provider_bins().join("fkc-provider").display().to_string();
+    let traffic = record_traffic(&rust, &command);
+    let output = fkc(&["check", "--no-cache"], &rust);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (valid, said) = valid_traffic(&traffic);
+    assert!(valid, "the Rust provider's traffic: {said}");
+
+    let python = python_book();
+    let command = format!(
+        "python3 {}",
+        repo_root()
+            .join("examples/python-provider/provider.py")
+            .display()
+    );
+    let traffic = record_traffic(&python, &command);
+    let output = fkc(&["check", "--no-cache"], &python);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (valid, said) = valid_traffic(&traffic);
+    assert!(valid, "the Python provider's traffic: {said}");
+
+    // The schemas do reject a wrong message: a `describe` answer whose variants are names.
+    let wrong = crate::faults::faulty_book("describe", &[]);
+    let text = std::fs::read_to_string(wrong.join("book.toml")).unwrap();
+    let start = text.find("python3 faulty.py").unwrap();
+    let command = &text[start..start + text[start..].find('"').unwrap()];
+    let traffic = record_traffic(&wrong, command);
+    assert!(!fkc(&["check", "--no-cache"], &wrong).status.success());
+    let (valid, said) = valid_traffic(&traffic);
+    assert!(!valid, "a wrong description passed: {said}");
+    assert!(said.contains("responses.jsonl:2: answer"), "{said}");
+}
+
+/// The ```` ```LANG ```` blocks of a Markdown text, in order.
+fn code_blocks<'t>(text: &'t str, lang: &str) -> Vec<&'t str> {
+    let open = format!("```{lang}\n");
+    text.match_indices(&open)
+        .map(|(at, _)| {
+            let body = &text[at + open.len()..];
+            &body[..body.find("\n```").unwrap() + 1]
+        })
+        .collect()
+}
+
+#[test]
+fn an_outside_crate_written_from_the_readme_builds_and_verifies() {
+    // fkc-provider copied out of this workspace, and a crate of its own made of the README's
+    // code alone (its registry dependency pointed at the copy).
+    let dir = temp_dir("outside-crate");
+    copy_dir(&repo_root().join("provider"), &dir.join("fkc-provider"));
+    let readme = std::fs::read_to_string(repo_root().join("provider/README.md")).unwrap();
+    let rust = code_blocks(&readme, "rust");
+    let toml = code_blocks(&readme, "toml");
+    let backend = dir.join("my-backend");
+    std::fs::create_dir_all(backend.join("src/bin")).unwrap();
+    std::fs::write(backend.join("src/lib.rs"), rust[0]).unwrap();
+    std::fs::write(backend.join("src/bin/fkc-provider.rs"), rust[1]).unwrap();
+    let dependencies = toml[0].replace(
+        "fkc-provider = \"0.2\"",
+        "fkc-provider = { path = \"../fkc-provider\" }",
+    );
+    std::fs::write(
+        backend.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"my-backend\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n{dependencies}\n[workspace]\n"
+        ),
+    )
+    .unwrap();
+    // The workspace's lock file: the same dependency versions, already downloaded.
+    std::fs::copy(repo_root().join("Cargo.lock"), backend.join("Cargo.lock")).unwrap();
+    let target = repo_root().join("target/fkc-outside");
+    let built = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--offline",
+            "--release",
+            "--bin",
+            "fkc-provider",
+        ])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(&backend)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", stderr(&built));
+    // A book naming it, as the README says, with the demo's relu contract for its kernel.
+    let binary = target.join("release/fkc-provider");
+    let table = toml[1].replace(
+        "cargo run -q --release -p my-backend --bin fkc-provider",
+        &binary.display().to_string(),
+    );
+    std::fs::write(
+        dir.join("book.toml"),
+        format!("[book]\ntitle = \"outside\"\nsrc = \"book\"\n\n[preprocessor.fkc]\n\n{table}"),
+    )
+    .unwrap();
+    let demo = std::fs::read_to_string(repo_root().join("examples/demo-provider/book/kernels.md"))
+        .unwrap();
+    let relu = &demo[demo.find("```fkc\nkernel: relu").unwrap()..];
+    let relu = &relu[..relu.find("\n```\n").unwrap() + 5];
+    let chapter = format!(
+        "---\nfkc_version: 1\nprovider:\n  name: my-backend\n  backend: Cpu\n  kernel_source: \"my-backend\"\n  link_registry: my_backend::REGISTRY\n  revision_base: \"my:0.1.0\"\n---\n# relu\n\n{}",
+        relu.replace("demo-provider", "my-backend")
+            .replace(
+                "\"demo_provider::relu_f32\" # and demo_provider::relu_f64",
+                "\"my_backend::relu_f32\""
+            )
+            .replace("dtypes: [F32, F64]", "dtypes: [F32]")
+    );
+    std::fs::create_dir_all(dir.join("book")).unwrap();
+    std::fs::write(
+        dir.join("book/SUMMARY.md"),
+        "# Summary\n\n- [relu](relu.md)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("book/relu.md"), chapter).unwrap();
+    let output = fkc(&["check", "--no-cache"], &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("ok   relu (describe-only) book/relu.md:"),
+        "{}",
+        stdout(&output)
     );
 }
