@@ -1,7 +1,7 @@
 //! The contract's semantics, resolved: its own `semantics` pseudo-code, or its op kind's
 //! standard semantics ([`crate::semantics::standard`]), parsed once and checked against the
 //! contract's signature — its inputs with their ranks, its outputs with the ranks of their shape
-//! rules, its op-param fields — for every dtype its first input declares. Problems are
+//! rules, its op-param fields — for every dtype its inputs declare. Problems are
 //! diagnostics at the exact place in the pseudo-code (in the author's file, or in the standard
 //! semantics chapter for an op kind's).
 
@@ -30,19 +30,18 @@ pub struct Semantics {
     pub text: String,
     pub origin: Origin,
     pub signature: Signature,
-    /// The checked program for each dtype of the contract's first input.
+    /// The checked program for each dtype some input declares.
     pub programs: Vec<(DType, ir::Program)>,
     /// Where the text sits in the author's file (its own semantics).
     map: TextMap,
 }
 
 impl Semantics {
-    /// The checked program for `dtype` (the first one when `dtype` is not declared).
+    /// The checked program for `dtype`, when the contract declares it.
     pub fn program(&self, dtype: DType) -> Option<&ir::Program> {
         self.programs
             .iter()
             .find(|(d, _)| *d == dtype)
-            .or(self.programs.first())
             .map(|(_, p)| p)
     }
 
@@ -82,16 +81,21 @@ impl TextMap {
             };
         }
         let mut lines = Vec::new();
+        // From the line the field's value starts on (a `|` or `>` indicator line matches no
+        // line of the text).
+        let line_start = file
+            .get(..span.start.min(file.len()))
+            .and_then(|before| before.rfind('\n'))
+            .map_or(0, |newline| newline + 1);
         let mut file_lines = file
-            .get(span.start..)
+            .get(line_start..)
             .unwrap_or("")
             .split_inclusive('\n')
-            .scan(span.start, |at, line| {
+            .scan(line_start, |at, line| {
                 let start = *at;
                 *at += line.len();
                 Some((start, line))
-            })
-            .skip(1); // the `|` line
+            });
         let mut at = 0;
         for line in text.split_inclusive('\n') {
             let content = line.trim_end_matches('\n');
@@ -208,12 +212,13 @@ pub fn resolve(
         Err(error) => return (None, vec![report(&error)]),
     };
     let signature = signature(raw, contract, matches!(origin, Origin::Standard(_)));
-    let mut dtypes: Vec<DType> = raw
-        .inputs
-        .first()
-        .map(|i| i.dtypes.iter().map(|d| d.value).collect())
-        .unwrap_or_default();
-    dtypes.dedup();
+    // Every dtype some input declares: the gate runs each of them.
+    let mut dtypes: Vec<DType> = Vec::new();
+    for dtype in raw.inputs.iter().flat_map(|i| &i.dtypes) {
+        if !dtypes.contains(&dtype.value) {
+            dtypes.push(dtype.value);
+        }
+    }
     if dtypes.is_empty() {
         dtypes.push(DType::F32);
     }

@@ -46,6 +46,7 @@ pub fn check(
             forms,
             tensors: checker.tensors,
             params: signature.params.clone(),
+            selects: checker.selects,
             ints: checker.ints,
             vals: checker.vals,
             val_names: checker.val_names,
@@ -98,6 +99,8 @@ struct Checker<'s> {
     val_depths: Vec<usize>,
     /// How many loops enclose the statement being checked.
     loop_depth: usize,
+    /// A `max` or `min` of values was seen.
+    selects: bool,
     errors: Vec<SemanticsError>,
 }
 
@@ -139,6 +142,7 @@ impl<'s> Checker<'s> {
             val_names: Vec::new(),
             val_depths: Vec::new(),
             loop_depth: 0,
+            selects: false,
             errors: Vec::new(),
         }
     }
@@ -203,7 +207,9 @@ impl<'s> Checker<'s> {
             .map(String::as_str)
             .chain(CONSTANTS.iter().copied())
             .collect();
-        let help = match crate::diag::did_you_mean(name, candidates.iter().copied()) {
+        let close = crate::diag::did_you_mean(name, candidates.iter().copied())
+            .filter(|_| name.chars().count() > 1); // a one-letter name is close to every other
+        let help = match close {
             Some(close) => format!("did you mean `{close}`?"),
             None => format!(
                 "names in scope: {}",
@@ -969,6 +975,7 @@ impl<'s> Checker<'s> {
             return Some(Typed::Int(Int { kind, span }));
         }
         let dtype = self.common_dtype(&typed);
+        self.selects |= matches!(func, Func::Max | Func::Min);
         let values = typed
             .into_iter()
             .zip(args)

@@ -165,6 +165,9 @@ fn rounded(value: f64, error: f64, dtype: DType) -> Approx {
             Kinds::MINUS_INFINITY
         });
     }
+    if error == 0.0 && super::rounded::round(value, dtype) == value {
+        return Approx::exact(value); // exactly a value of the dtype: no rounding
+    }
     let u = unit_roundoff(dtype);
     let error =
         error + u * (value.abs() + error) + smallest_subnormal(dtype) + f64::EPSILON * value.abs();
@@ -339,6 +342,21 @@ impl Acc {
         };
         acc.add(first);
         acc
+    }
+
+    /// Adds a finite term `value ± error` (the fast case of [`Acc::add`]).
+    #[inline]
+    fn add_finite(&mut self, value: f64, error: f64) {
+        self.terms = self.terms.saturating_add(1);
+        self.seen = self.seen.union(Kinds::FINITE);
+        self.certain = self.certain.union(Kinds::FINITE);
+        self.value += value;
+        self.scaled += value * SCALE_DOWN;
+        self.scaled_magnitude += value.abs() * SCALE_DOWN;
+        self.error += error;
+        self.magnitude += value.abs();
+        self.positive += (value + error).max(0.0);
+        self.negative += (error - value).max(0.0);
     }
 
     fn add(&mut self, term: Approx) {
@@ -557,8 +575,8 @@ impl Arith for Exact {
     type V = Approx;
     type Cell = Acc;
 
-    fn input(&self, value: f64) -> Acc {
-        Acc::new(Approx::exact(value))
+    fn input(&self, value: f64) -> Approx {
+        Approx::exact(value)
     }
 
     fn constant(&self, value: f64) -> Approx {
@@ -585,6 +603,49 @@ impl Arith for Exact {
             AssignOp::Mul => {
                 let product = self.binary_in(ValOp::Mul, cell.close(dtype), value, dtype);
                 *cell = Acc::new(product);
+            }
+        }
+    }
+
+    fn mac(&self, cell: &mut Acc, a: Approx, b: Approx, dtype: DType) {
+        let plain = a.kinds == Kinds::FINITE
+            && b.kinds == Kinds::FINITE
+            && a.error == 0.0
+            && b.error == 0.0;
+        let product = a.value * b.value;
+        if plain && product.abs() < largest(dtype) / 2.0 {
+            // Two exact values: their product rounded once into the dtype.
+            let error =
+                (unit_roundoff(dtype) + f64::EPSILON) * product.abs() + smallest_subnormal(dtype);
+            cell.add_finite(product, error);
+            return;
+        }
+        let product = self.binary_in(ValOp::Mul, a, b, dtype);
+        cell.add(product);
+    }
+
+    fn dot(
+        &self,
+        cell: &mut Acc,
+        xs: &[f64],
+        (i, di): (i64, i64),
+        ws: &[f64],
+        (j, dj): (i64, i64),
+        n: usize,
+        dtype: DType,
+    ) {
+        let (u, tiny, limit) = (
+            unit_roundoff(dtype) + f64::EPSILON,
+            smallest_subnormal(dtype),
+            largest(dtype) / 2.0,
+        );
+        for k in 0..n as i64 {
+            let (x, w) = (xs[(i + di * k) as usize], ws[(j + dj * k) as usize]);
+            let product = x * w;
+            if product.is_finite() && product.abs() < limit {
+                cell.add_finite(product, u * product.abs() + tiny);
+            } else {
+                self.mac(cell, Approx::exact(x), Approx::exact(w), dtype);
             }
         }
     }

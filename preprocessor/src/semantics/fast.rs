@@ -25,6 +25,9 @@ pub struct Form {
     pub offset: Int,
     /// The coefficients use no loop variable or local: evaluated once per run.
     pub fixed_coeffs: bool,
+    /// The offset as `Σ kₛ·slotₛ + rest` over the slots of the enclosing loops, each `kₛ` and
+    /// `rest` fixed for a run (`None` when it is not linear in them: then evaluated whole).
+    pub split: Option<(Vec<(usize, Int)>, Int)>,
     /// This form's number among the program's forms (for the per-run cache).
     pub id: usize,
 }
@@ -203,6 +206,70 @@ fn combine(op: IntOp, a: Int, b: Int) -> Int {
     }
 }
 
+/// `-e`, folded: `-(0 - x)` is `x`, `-(a - b)` is `b - a`, `-c` a constant.
+fn neg(e: Int) -> Int {
+    match e.kind {
+        IntKind::Const(c) if c.checked_neg().is_some() => constant(-c),
+        IntKind::Bin(IntOp::Sub, a, b) => {
+            if is_zero(&a) {
+                *b
+            } else {
+                let span = a.span.to(b.span);
+                int(IntKind::Bin(IntOp::Sub, b, a), span)
+            }
+        }
+        kind => combine(IntOp::Sub, constant(0), Int { kind, span: e.span }),
+    }
+}
+
+/// `e` as `Σ kₛ·slotₛ + rest` with every `kₛ` and `rest` reading no slot, when it is linear
+/// in the slots.
+fn split_slots(e: &Int) -> Option<(Vec<(usize, Int)>, Int)> {
+    let merge = |op: IntOp, mut a: Vec<(usize, Int)>, b: Vec<(usize, Int)>| {
+        for (slot, k) in b {
+            match a.iter_mut().find(|(s, _)| *s == slot) {
+                Some((_, existing)) => *existing = combine(op, existing.clone(), k),
+                None => a.push((slot, if op == IntOp::Sub { neg(k) } else { k })),
+            }
+        }
+        a
+    };
+    Some(match &e.kind {
+        IntKind::Slot(slot) => (vec![(*slot, constant(1))], constant(0)),
+        IntKind::Neg(a) => {
+            let (terms, rest) = split_slots(a)?;
+            (
+                terms.into_iter().map(|(s, k)| (s, neg(k))).collect(),
+                neg(rest),
+            )
+        }
+        IntKind::Bin(op @ (IntOp::Add | IntOp::Sub), a, b) => {
+            let ((ta, ra), (tb, rb)) = (split_slots(a)?, split_slots(b)?);
+            (merge(*op, ta, tb), combine(*op, ra, rb))
+        }
+        IntKind::Bin(IntOp::Mul, a, b) => {
+            let ((ta, ra), (tb, rb)) = (split_slots(a)?, split_slots(b)?);
+            match (ta.is_empty(), tb.is_empty()) {
+                (true, _) => (
+                    tb.into_iter()
+                        .map(|(s, k)| (s, combine(IntOp::Mul, k, ra.clone())))
+                        .collect(),
+                    combine(IntOp::Mul, rb, ra),
+                ),
+                (_, true) => (
+                    ta.into_iter()
+                        .map(|(s, k)| (s, combine(IntOp::Mul, k, rb.clone())))
+                        .collect(),
+                    combine(IntOp::Mul, ra, rb),
+                ),
+                _ => return None,
+            }
+        }
+        _ if fixed(e) => (Vec::new(), e.clone()),
+        _ => return None,
+    })
+}
+
 /// Whether `e` reads no integer slot (so it is fixed for a whole run).
 fn fixed(e: &Int) -> bool {
     match &e.kind {
@@ -216,12 +283,23 @@ fn fixed(e: &Int) -> bool {
 
 impl Planner {
     /// Groups every access axis by the deepest level its index uses.
+    /// Axes proven inside their tensor need no check: a loop variable over exactly the
+    /// axis's range, or an index the body's own condition keeps within `0..dim`.
     fn group_checks(&mut self) {
         let depth = self.plan.levels.len();
         let mut checks = vec![Vec::new(); depth + 1];
-        let accesses = self.plan.reads.iter().chain(&self.plan.writes);
-        for (access, a) in accesses.enumerate() {
+        let accesses: Vec<Access> = self
+            .plan
+            .reads
+            .iter()
+            .chain(&self.plan.writes)
+            .cloned()
+            .collect();
+        for (access, a) in accesses.iter().enumerate() {
             for (axis, (form, _)) in a.axes.iter().enumerate() {
+                if self.proven(a.tensor, axis, *form) {
+                    continue;
+                }
                 let deepest = self.plan.forms[*form]
                     .coeffs
                     .iter()
@@ -230,6 +308,47 @@ impl Planner {
             }
         }
         self.plan.checks = checks;
+    }
+
+    /// Whether `form`, an index into axis `axis` of `tensor`, is within `0..dim` wherever the
+    /// innermost body runs.
+    fn proven(&self, tensor: usize, axis: usize, form: usize) -> bool {
+        let f = &self.plan.forms[form];
+        let dim = int(IntKind::Dim { tensor, axis }, Span::default());
+        // `v` of a level over `0..tensor.dim[axis]`
+        let single = f.coeffs.iter().filter(|c| !is_zero(c)).count() == 1 && is_zero(&f.offset);
+        if single
+            && let Some(level) = f
+                .coeffs
+                .iter()
+                .position(|c| matches!(c.kind, IntKind::Const(1)))
+        {
+            let l = &self.plan.levels[level];
+            let (lo, hi) = (&self.plan.forms[l.lo], &self.plan.forms[l.hi]);
+            if is_zero(&lo.offset) && same(&hi.offset, &dim) {
+                return true;
+            }
+        }
+        // the body's condition `0 <= index < tensor.dim[axis]`
+        let low = Linear {
+            coeffs: f.coeffs.clone(),
+            offset: f.offset.clone(),
+        };
+        let high = Linear {
+            coeffs: f.coeffs.iter().cloned().map(neg).collect(),
+            offset: combine(
+                IntOp::Sub,
+                combine(IntOp::Sub, dim, f.offset.clone()),
+                constant(1),
+            ),
+        };
+        let bound = |wanted: &Linear| {
+            self.plan.levels.iter().flat_map(|l| &l.bounds).any(|b| {
+                let b = &self.plan.forms[*b];
+                same(&b.offset, &wanted.offset) && same_coeffs(&b.coeffs, &wanted.coeffs)
+            })
+        };
+        bound(&low) && bound(&high)
     }
 
     /// One level of the nest: a loop whose body is index definitions and then either the
@@ -364,10 +483,12 @@ impl Planner {
     /// number in the plan.
     fn form(&mut self, linear: Linear) -> usize {
         let fixed_coeffs = linear.coeffs.iter().all(fixed);
+        let split = split_slots(&linear.offset);
         self.plan.forms.push(Form {
             coeffs: linear.coeffs,
             offset: linear.offset,
             fixed_coeffs,
+            split,
             id: self.first_form + self.plan.forms.len(),
         });
         self.plan.forms.len() - 1
@@ -404,12 +525,8 @@ impl Planner {
             IntKind::Neg(a) => {
                 let a = self.linear(a)?;
                 Linear {
-                    coeffs: a
-                        .coeffs
-                        .into_iter()
-                        .map(|c| combine(IntOp::Sub, constant(0), c))
-                        .collect(),
-                    offset: combine(IntOp::Sub, constant(0), a.offset),
+                    coeffs: a.coeffs.into_iter().map(neg).collect(),
+                    offset: neg(a.offset),
                 }
             }
             IntKind::Bin(op, a, b) => {
@@ -488,12 +605,8 @@ impl Planner {
     /// `d op 0` as bounds `form >= 0`, each on the deepest variable it involves.
     fn bound(&mut self, op: CmpOp, d: Linear) -> Option<()> {
         let negate = |l: &Linear| Linear {
-            coeffs: l
-                .coeffs
-                .iter()
-                .map(|c| combine(IntOp::Sub, constant(0), c.clone()))
-                .collect(),
-            offset: combine(IntOp::Sub, constant(0), l.offset.clone()),
+            coeffs: l.coeffs.iter().cloned().map(neg).collect(),
+            offset: neg(l.offset.clone()),
         };
         let minus_one = |l: Linear| Linear {
             coeffs: l.coeffs,
@@ -562,6 +675,42 @@ impl Planner {
             ValKind::Select(..) => return None,
         })
     }
+}
+
+/// Whether two index expressions are the same, spans aside.
+fn same(a: &Int, b: &Int) -> bool {
+    match (&a.kind, &b.kind) {
+        (IntKind::Const(x), IntKind::Const(y)) => x == y,
+        (IntKind::Slot(x), IntKind::Slot(y)) => x == y,
+        (IntKind::Rank(x), IntKind::Rank(y)) => x == y,
+        (IntKind::Dim { tensor: t, axis: x }, IntKind::Dim { tensor: u, axis: y }) => {
+            t == u && x == y
+        }
+        (
+            IntKind::Param {
+                param: p,
+                element: e,
+            },
+            IntKind::Param {
+                param: q,
+                element: f,
+            },
+        ) => p == q && e == f,
+        (IntKind::Neg(x), IntKind::Neg(y)) => same(x, y),
+        (IntKind::Bin(o, x1, x2), IntKind::Bin(p, y1, y2)) => {
+            o == p && same(x1, y1) && same(x2, y2)
+        }
+        (IntKind::Min(xs), IntKind::Min(ys)) | (IntKind::Max(xs), IntKind::Max(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same(x, y))
+        }
+        _ => false,
+    }
+}
+
+/// Coefficient lists equal, a missing trailing one counting as zero.
+fn same_coeffs(a: &[Int], b: &[Int]) -> bool {
+    let zero = constant(0);
+    (0..a.len().max(b.len())).all(|i| same(a.get(i).unwrap_or(&zero), b.get(i).unwrap_or(&zero)))
 }
 
 /// `l · k` for a `k` free of the nest's variables.

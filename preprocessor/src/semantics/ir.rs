@@ -296,4 +296,6 @@ pub struct Program {
     pub val_names: Vec<String>,
     /// How many forms the planned loop nests have in all.
     pub forms: usize,
+    /// The program calls `max` or `min` on values (a selection, where NaN policies matter).
+    pub selects: bool,
 }

@@ -43,7 +43,7 @@ pub mod ast;
 mod check;
 pub mod error;
 pub mod exact;
-mod fast;
+pub(crate) mod fast;
 pub mod float;
 pub mod ir;
 mod lexer;

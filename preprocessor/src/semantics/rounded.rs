@@ -104,6 +104,48 @@ impl Arith for Rounded {
         };
     }
 
+    fn mac(&self, cell: &mut f64, a: f64, b: f64, dtype: DType) {
+        let product = self.binary(ValOp::Mul, a, b, dtype);
+        *cell = self.binary(ValOp::Add, *cell, product, dtype);
+    }
+
+    fn dot(
+        &self,
+        cell: &mut f64,
+        xs: &[f64],
+        (i, di): (i64, i64),
+        ws: &[f64],
+        (j, dj): (i64, i64),
+        n: usize,
+        dtype: DType,
+    ) {
+        let mut acc = *cell;
+        let at = |k: usize| ((i + di * k as i64) as usize, (j + dj * k as i64) as usize);
+        match dtype {
+            DType::F64 => {
+                for k in 0..n {
+                    let (a, b) = at(k);
+                    acc += xs[a] * ws[b];
+                }
+            }
+            DType::F32 => {
+                let mut acc32 = acc as f32;
+                for k in 0..n {
+                    let (a, b) = at(k);
+                    acc32 += xs[a] as f32 * ws[b] as f32;
+                }
+                acc = f64::from(acc32);
+            }
+            _ => {
+                for k in 0..n {
+                    let (a, b) = at(k);
+                    self.mac(&mut acc, xs[a], ws[b], dtype);
+                }
+            }
+        }
+        *cell = acc;
+    }
+
     fn neg(&self, value: f64) -> f64 {
         -value
     }

@@ -21,7 +21,7 @@ pub trait Arith {
     /// A stored value (a local or a tensor element), which may be an open sum.
     type Cell: Clone + std::fmt::Debug;
     /// An element of an input tensor (a value of its dtype, exactly).
-    fn input(&self, value: f64) -> Self::Cell;
+    fn input(&self, value: f64) -> Self::V;
     /// A literal.
     fn constant(&self, value: f64) -> Self::V;
     /// An index as a value of `dtype`.
@@ -32,6 +32,30 @@ pub trait Arith {
     fn store(&self, value: Self::V) -> Self::Cell;
     /// `cell op= value` in `dtype`.
     fn update(&self, cell: &mut Self::Cell, op: AssignOp, value: Self::V, dtype: DType);
+    /// `cell += a * b` in `dtype` (the product rounded to `dtype` first).
+    fn mac(&self, cell: &mut Self::Cell, a: Self::V, b: Self::V, dtype: DType) {
+        let product = self.binary(ValOp::Mul, a, b, dtype);
+        self.update(cell, AssignOp::Add, product, dtype);
+    }
+    /// `cell += xs[i]·ws[j]` for `n` steps from `(i, j)` by `(di, dj)`, in order; every index
+    /// is inside its slice (the caller checked the ends).
+    #[allow(clippy::too_many_arguments)]
+    fn dot(
+        &self,
+        cell: &mut Self::Cell,
+        xs: &[f64],
+        (i, di): (i64, i64),
+        ws: &[f64],
+        (j, dj): (i64, i64),
+        n: usize,
+        dtype: DType,
+    ) {
+        for k in 0..n as i64 {
+            let x = self.input(xs[(i + di * k) as usize]);
+            let w = self.input(ws[(j + dj * k) as usize]);
+            self.mac(cell, x, w, dtype);
+        }
+    }
     fn neg(&self, value: Self::V) -> Self::V;
     fn binary(&self, op: ValOp, a: Self::V, b: Self::V, dtype: DType) -> Self::V;
     fn func(&self, func: Func, args: &[Self::V], dtype: DType) -> Self::V;
@@ -74,6 +98,8 @@ pub struct Counts {
     pub compares: u64,
     /// Executed arithmetic on values (`+ - * /`, functions, updates).
     pub ops: u64,
+    /// Executed `max`/`min` where a NaN met a number (where the NaN policy decides).
+    pub nan_meets: u64,
     /// Per tensor: distinct elements read.
     pub read: Vec<u64>,
     /// Per tensor: elements (of an output or local) written at least once.
@@ -120,17 +146,19 @@ pub fn run<A: Arith>(
 
 /// A tensor's storage during a run.
 #[derive(Debug)]
-struct Storage<C> {
+struct Storage<'v, C> {
     dims: Vec<usize>,
     strides: Vec<usize>,
     data: Vec<Option<C>>,
+    /// An input's elements (read-only: borrowed numbers, not cells).
+    values: &'v [f64],
     /// Elements read at least once (for distinct-read counts).
     read: Vec<bool>,
     present: bool,
     steps: Vec<Vec<Step>>,
 }
 
-impl<C> Storage<C> {
+impl<C> Storage<'_, C> {
     fn new(dims: Vec<usize>, data: Vec<Option<C>>, present: bool, trace: bool) -> Self {
         let mut strides = vec![1; dims.len()];
         for axis in (0..dims.len().saturating_sub(1)).rev() {
@@ -141,6 +169,7 @@ impl<C> Storage<C> {
             dims,
             strides,
             data,
+            values: &[],
             read: vec![false; len],
             present,
             steps: if trace {
@@ -162,7 +191,7 @@ struct Frame<'p, A: Arith> {
     arith: &'p A,
     ints: Vec<i64>,
     vals: Vec<Option<A::Cell>>,
-    tensors: Vec<Storage<A::Cell>>,
+    tensors: Vec<Storage<'p, A::Cell>>,
     counts: Counts,
     steps_left: u64,
     /// With tracing: each value slot's steps, and the reads of the expression being evaluated.
@@ -173,6 +202,8 @@ struct Frame<'p, A: Arith> {
     /// Scratch of a planned nest: its evaluated forms, each access's (base, step).
     forms: Vec<i64>,
     flat_steps: Vec<i64>,
+    nest_vars: Vec<i64>,
+    partials: Vec<i64>,
     offsets: Vec<(i64, i64)>,
     /// Per run: the fixed coefficients of every planned form, by the form's number.
     fixed_coeffs: Vec<Option<Vec<i64>>>,
@@ -185,12 +216,11 @@ impl<'p, A: Arith> Frame<'p, A> {
             .iter()
             .map(|tensor| match tensor.origin {
                 Origin::Input(i) => match inputs.inputs.get(i).and_then(Option::as_ref) {
-                    Some((dims, values)) => Storage::new(
-                        dims.clone(),
-                        values.iter().map(|v| Some(arith.input(*v))).collect(),
-                        true,
-                        false,
-                    ),
+                    Some((dims, values)) => Storage {
+                        values: values.as_slice(),
+                        read: vec![false; values.len()],
+                        ..Storage::new(dims.clone(), Vec::new(), true, false)
+                    },
                     None => Storage::absent(),
                 },
                 Origin::Output(i) => {
@@ -216,6 +246,8 @@ impl<'p, A: Arith> Frame<'p, A> {
             pending_reads: Vec::new(),
             forms: Vec::new(),
             flat_steps: Vec::new(),
+            nest_vars: Vec::new(),
+            partials: Vec::new(),
             offsets: Vec::new(),
             fixed_coeffs: vec![None; program.forms],
         }
@@ -292,6 +324,10 @@ impl<'p, A: Arith> Frame<'p, A> {
                     return Ok(());
                 }
                 let (lo, hi) = (self.int(lo)?, self.int(hi)?);
+                if u64::try_from(hi.saturating_sub(lo)).unwrap_or(0) > self.steps_left {
+                    self.steps_left = 0;
+                    self.step(*span)?; // certain to exceed the budget: refused before it starts
+                }
                 for i in lo..hi {
                     self.step(*span)?;
                     self.ints[*var] = i;
@@ -442,21 +478,40 @@ impl<'p, A: Arith> Frame<'p, A> {
         out.resize(plan.forms.len() * (depth + 1), 0);
         for (index, form) in plan.forms.iter().enumerate() {
             let row = &mut out[index * (depth + 1)..(index + 1) * (depth + 1)];
-            match self.fixed_coeffs.get(form.id).and_then(Option::as_ref) {
-                Some(cached) if form.fixed_coeffs => row[..cached.len()].copy_from_slice(cached),
-                _ => {
-                    for (slot, coeff) in row.iter_mut().zip(&form.coeffs) {
-                        *slot = self.int(coeff)?;
-                    }
-                    if form.fixed_coeffs {
-                        if self.fixed_coeffs.len() <= form.id {
-                            self.fixed_coeffs.resize(form.id + 1, None);
-                        }
-                        self.fixed_coeffs[form.id] = Some(row[..form.coeffs.len()].to_vec());
-                    }
+            let cached = self.fixed_coeffs.get(form.id).and_then(Option::as_ref);
+            let (Some(cached), true, Some((terms, _))) = (cached, form.fixed_coeffs, &form.split)
+            else {
+                // evaluated whole (and cached for the run when fixed)
+                for (slot, coeff) in row.iter_mut().zip(&form.coeffs) {
+                    *slot = self.int(coeff)?;
                 }
+                row[depth] = self.int(&form.offset)?;
+                if form.fixed_coeffs
+                    && let Some((terms, rest)) = &form.split
+                {
+                    let mut cache: Vec<i64> = row[..form.coeffs.len()].to_vec();
+                    for (_, k) in terms {
+                        cache.push(self.int(k)?);
+                    }
+                    cache.push(self.int(rest)?);
+                    if self.fixed_coeffs.len() <= form.id {
+                        self.fixed_coeffs.resize(form.id + 1, None);
+                    }
+                    self.fixed_coeffs[form.id] = Some(cache);
+                }
+                continue;
+            };
+            // The cache holds the coefficients, each slot's factor, then the rest.
+            let levels = form.coeffs.len();
+            row[..levels].copy_from_slice(&cached[..levels]);
+            let mut offset = cached[cached.len() - 1];
+            for ((slot, _), k) in terms.iter().zip(&cached[levels..]) {
+                offset = k
+                    .checked_mul(self.ints[*slot])
+                    .and_then(|t| t.checked_add(offset))
+                    .ok_or_else(|| overflow(form.offset.span))?;
             }
-            row[depth] = self.int(&form.offset)?;
+            row[depth] = offset;
         }
         Ok(())
     }
@@ -473,6 +528,13 @@ impl<'p, A: Arith> Frame<'p, A> {
             );
             iterations =
                 iterations.saturating_mul(u64::try_from(hi.saturating_sub(lo)).unwrap_or(0));
+        }
+        if iterations > self.steps_left {
+            // certain to exceed the budget: refused before it starts
+            return Err(Box::new(SemanticsError::budget(
+                this_span(plan),
+                format!("the pseudo-code ran more than {MAX_STEPS} steps on one sample"),
+            )));
         }
         if iterations.saturating_mul(1 + plan.updates.len() as u64) > self.steps_left {
             return Ok(false);
@@ -498,26 +560,55 @@ impl<'p, A: Arith> Frame<'p, A> {
                     access.span,
                 ));
             }
-            let mut row = vec![0i64; stride];
+            let start = flat.len();
+            flat.resize(start + stride, 0);
             for ((form, span), axis_stride) in access.axes.iter().zip(&storage.strides) {
                 let s = *axis_stride as i64;
-                for (slot, value) in row
+                for (slot, value) in flat[start..]
                     .iter_mut()
                     .zip(&forms[form * stride..(form + 1) * stride])
                 {
-                    *slot = value
-                        .checked_mul(s)
-                        .and_then(|v| v.checked_add(*slot))
-                        .ok_or_else(|| overflow(*span))?;
+                    match value.checked_mul(s).and_then(|v| v.checked_add(*slot)) {
+                        Some(sum) => *slot = sum,
+                        None => {
+                            self.flat_steps = flat;
+                            return Err(overflow(*span));
+                        }
+                    }
                 }
             }
-            flat.extend_from_slice(&row);
         }
-        let mut vars = vec![0i64; depth];
+        // Tracked rows: every access's flat offset, then every level's bound forms; each row
+        // its coefficients per level and its base. `partial` holds each row's value with the
+        // outer levels' variables applied, level by level.
+        let accesses = flat.len() / stride;
+        for level in &plan.levels {
+            for form in &level.bounds {
+                flat.extend_from_slice(&forms[form * stride..(form + 1) * stride]);
+            }
+        }
+        let rows = flat.len() / stride;
+        let mut partial = std::mem::take(&mut self.partials);
+        partial.clear();
+        partial.resize((depth + 1) * rows, 0);
+        for (row, value) in flat.chunks(stride).zip(partial.iter_mut()) {
+            *value = row[depth];
+        }
+        let mut vars = std::mem::take(&mut self.nest_vars);
+        vars.clear();
+        vars.resize(depth, 0);
+        let nest = Nest {
+            plan,
+            forms,
+            rows: &flat,
+            accesses,
+        };
         let result = self
             .check_axes(plan, forms, depth, &vars, None)
-            .and_then(|()| self.walk(plan, forms, &flat, 0, &mut vars));
+            .and_then(|()| self.walk(&nest, 0, accesses, &mut vars, &mut partial));
         self.flat_steps = flat;
+        self.nest_vars = vars;
+        self.partials = partial;
         result.map(|()| true)
     }
 
@@ -580,76 +671,117 @@ impl<'p, A: Arith> Frame<'p, A> {
         Ok(())
     }
 
-    /// Level `level` of the nest, its range cut to where its bounds pass.
+    /// Level `level` of the nest, its range cut to where its bounds pass; `first_bound` is
+    /// the tracked row of this level's first bound, and `partial` holds every tracked row's
+    /// value at this level (then the deeper levels' room).
     fn walk(
         &mut self,
-        plan: &NestPlan,
-        forms: &[i64],
-        flat: &[i64],
+        nest: &Nest<'_>,
         level: usize,
+        first_bound: usize,
         vars: &mut [i64],
+        partial: &mut [i64],
     ) -> Fallible<()> {
+        let plan = nest.plan;
         let depth = plan.levels.len();
         let stride = depth + 1;
+        let rows = nest.rows.len() / stride;
         let this = &plan.levels[level];
         let (lo, hi) = (
-            forms[this.lo * stride + depth],
-            forms[this.hi * stride + depth],
+            nest.forms[this.lo * stride + depth],
+            nest.forms[this.hi * stride + depth],
         );
-        let outer = &vars[..level];
-        let mut overflowed = false;
-        let bounds = this.bounds.iter().map(|form| {
-            let row = &forms[form * stride..(form + 1) * stride];
-            let rest = outer.iter().zip(row).try_fold(row[depth], |sum, (v, c)| {
-                sum.checked_add(c.checked_mul(*v)?)
-            });
-            overflowed |= rest.is_none();
-            (row[level], rest.unwrap_or(0))
-        });
-        let solved = fast::solve(lo, hi, bounds);
-        let (Some((from, to)), false) = (solved, overflowed) else {
-            return Err(overflow(this_span(plan)));
+        let (here, deeper) = partial.split_at_mut(rows);
+        let (from, to) = if this.bounds.is_empty() {
+            (lo, hi)
+        } else {
+            let bounds = (first_bound..first_bound + this.bounds.len())
+                .map(|row| (nest.rows[row * stride + level], here[row]));
+            fast::solve(lo, hi, bounds).ok_or_else(|| overflow(this_span(plan)))?
         };
         if from >= to {
             return Ok(());
         }
+        let checked = !plan.checks[level].is_empty();
         if level + 1 == depth {
-            self.check_axes(plan, forms, level, vars, Some((from, to - 1)))?;
-            return self.innermost(plan, flat, vars, from, to);
+            if checked {
+                self.check_axes(plan, nest.forms, level, vars, Some((from, to - 1)))?;
+            }
+            let mut offsets = std::mem::take(&mut self.offsets);
+            offsets.clear();
+            for (access, base) in here.iter().take(nest.accesses).enumerate() {
+                offsets.push((*base, nest.rows[access * stride + level]));
+            }
+            let result = if self.dot(plan, &offsets, from, to) {
+                Ok(())
+            } else {
+                (from..to).try_for_each(|v| self.updates(plan, v, &offsets))
+            };
+            self.offsets = offsets;
+            return result;
         }
+        let next_bound = first_bound + this.bounds.len();
         for v in from..to {
             vars[level] = v;
-            self.check_axes(plan, forms, level, vars, None)?;
-            self.walk(plan, forms, flat, level + 1, vars)?;
+            if checked {
+                self.check_axes(plan, nest.forms, level, vars, None)?;
+            }
+            for (row, (next, value)) in deeper[..rows].iter_mut().zip(here.iter()).enumerate() {
+                *next = nest.rows[row * stride + level]
+                    .checked_mul(v)
+                    .and_then(|t| t.checked_add(*value))
+                    .ok_or_else(|| overflow(this_span(plan)))?;
+            }
+            self.walk(nest, level + 1, next_bound, vars, deeper)?;
         }
         Ok(())
     }
 
-    /// The innermost level's updates for `v` in `from..to`, each access at its base plus `v`
-    /// times its innermost step.
-    fn innermost(
-        &mut self,
-        plan: &NestPlan,
-        flat: &[i64],
-        vars: &[i64],
-        from: i64,
-        to: i64,
-    ) -> Fallible<()> {
-        let depth = plan.levels.len();
-        let stride = depth + 1;
-        let last = depth - 1;
-        let mut offsets = std::mem::take(&mut self.offsets);
-        offsets.clear();
-        for row in flat.chunks(stride) {
-            let base = vars[..last]
-                .iter()
-                .zip(row)
-                .fold(row[depth], |sum, (v, c)| sum + c * v);
-            offsets.push((base, row[last]));
+    /// The innermost body `acc += a[…] * b[…]` over two inputs, run as one dot product with
+    /// the accumulator held in a register; false when the body is another.
+    fn dot(&mut self, plan: &NestPlan, offsets: &[(i64, i64)], from: i64, to: i64) -> bool {
+        let [update] = plan.updates.as_slice() else {
+            return false;
+        };
+        let (fast::Target::Slot(slot), AssignOp::Add, FastVal::Product(a, b, dtype)) =
+            (update.target, update.op, &update.value)
+        else {
+            return false;
+        };
+        let (ta, tb) = (plan.reads[*a].tensor, plan.reads[*b].tensor);
+        if self.tensors[ta].values.is_empty() || self.tensors[tb].values.is_empty() || ta == tb {
+            return false;
         }
-        let result = (from..to).try_for_each(|v| self.updates(plan, v, &offsets));
-        self.offsets = offsets;
-        result
+        let Some(mut cell) = self.vals[slot].take() else {
+            return false;
+        };
+        let ((ba, sa), (bb, sb)) = (offsets[*a], offsets[*b]);
+        let n = (to - from) as u64;
+        {
+            let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
+            self.arith.dot(
+                &mut cell,
+                xs,
+                (ba + sa * from, sa),
+                ws,
+                (bb + sb * from, sb),
+                n as usize,
+                *dtype,
+            );
+        }
+        for (tensor, (base, step)) in [(ta, (ba, sa)), (tb, (bb, sb))] {
+            let read = &mut self.tensors[tensor].read;
+            for v in from..to {
+                if let Some(r) = read.get_mut((base + step * v) as usize) {
+                    *r = true;
+                }
+            }
+        }
+        self.vals[slot] = Some(cell);
+        self.counts.ops += update.ops * n;
+        self.counts.macs += u64::from(update.update.mac) * n;
+        self.steps_left = self.steps_left.saturating_sub(n);
+        true
     }
 
     /// The innermost body's updates at `v`.
@@ -657,6 +789,32 @@ impl<'p, A: Arith> Frame<'p, A> {
         let arith = self.arith;
         let reads = plan.reads.len();
         for update in &plan.updates {
+            if let (AssignOp::Add, FastVal::Product(a, b, dtype)) = (update.op, &update.value) {
+                // a multiply-add: the taps of a convolution or a matrix product
+                let (x, w) = (
+                    self.read_at(plan, *a, v, offsets)?,
+                    self.read_at(plan, *b, v, offsets)?,
+                );
+                self.counts.ops += update.ops;
+                self.counts.macs += u64::from(update.update.mac);
+                self.steps_left = self.steps_left.saturating_sub(1);
+                let cell = match update.target {
+                    fast::Target::Slot(slot) => self.vals[slot].as_mut(),
+                    fast::Target::Element(write) => {
+                        let (base, step) = offsets[reads + write];
+                        let tensor = plan.writes[write].tensor;
+                        self.tensors[tensor]
+                            .data
+                            .get_mut((base + step * v) as usize)
+                            .and_then(Option::as_mut)
+                    }
+                };
+                let Some(cell) = cell else {
+                    return Err(read_before_write(update.span, "the element it updates"));
+                };
+                arith.mac(cell, x, w, *dtype);
+                continue;
+            }
             let value = self.fast_val(&update.value, v, plan, offsets)?;
             self.counts.ops += update.ops;
             self.counts.macs += u64::from(update.update.mac);
@@ -708,6 +866,10 @@ impl<'p, A: Arith> Frame<'p, A> {
         let flat = (base + step * v) as usize;
         let dtype = self.program.tensors[access.tensor].dtype;
         let storage = &mut self.tensors[access.tensor];
+        if let Some(value) = storage.values.get(flat) {
+            storage.read[flat] = true;
+            return Ok(self.arith.input(*value));
+        }
         let Some(Some(cell)) = storage.data.get(flat) else {
             let name = &self.program.tensors[access.tensor].name;
             return Err(read_before_write(
@@ -776,6 +938,7 @@ impl<'p, A: Arith> Frame<'p, A> {
                 for (slot, arg) in values.iter_mut().zip(args) {
                     *slot = self.fast_val(arg, v, plan, offsets)?;
                 }
+                self.count_nan_meeting(*func, &values);
                 arith.func(*func, &values[..args.len().min(2)], *dtype)
             }
             FastVal::Cast(a, dtype) => {
@@ -783,6 +946,18 @@ impl<'p, A: Arith> Frame<'p, A> {
                 arith.cast(a, *dtype)
             }
         })
+    }
+
+    /// Counts a `max`/`min` where a NaN meets a number.
+    fn count_nan_meeting(&mut self, func: Func, values: &[A::V; 2]) {
+        if matches!(func, Func::Max | Func::Min) {
+            let nan = |v: A::V| self.arith.is_nan(v);
+            if let (Some(a), Some(b)) = (nan(values[0]), nan(values[1]))
+                && a != b
+            {
+                self.counts.nan_meets += 1;
+            }
+        }
     }
 
     fn count_update(&mut self, op: AssignOp, mac: bool, compare: bool) {
@@ -1006,6 +1181,13 @@ impl<'p, A: Arith> Frame<'p, A> {
                 let flat = self.flat(*tensor, index, e.span)?;
                 let dtype = self.program.tensors[*tensor].dtype;
                 let storage = &mut self.tensors[*tensor];
+                if let Some(value) = storage.values.get(flat) {
+                    storage.read[flat] = true;
+                    if self.trace {
+                        self.pending_reads.push((*tensor, flat));
+                    }
+                    return Ok(arith.input(*value));
+                }
                 let Some(Some(cell)) = storage.data.get(flat) else {
                     let name = &self.program.tensors[*tensor].name;
                     return Err(read_before_write(
@@ -1040,6 +1222,7 @@ impl<'p, A: Arith> Frame<'p, A> {
                     *slot = self.val(arg)?;
                 }
                 self.counts.ops += 1;
+                self.count_nan_meeting(*func, &values);
                 arith.func(*func, &values[..args.len().min(2)], *dtype)
             }
             ValKind::Select(cond, a, b) => match self.value_condition(cond)? {
@@ -1056,6 +1239,15 @@ impl<'p, A: Arith> Frame<'p, A> {
             }
         })
     }
+}
+
+/// A nest entry's evaluated data.
+struct Nest<'n> {
+    plan: &'n NestPlan,
+    forms: &'n [i64],
+    /// Tracked rows (accesses, then bounds), each its coefficients per level and its base.
+    rows: &'n [i64],
+    accesses: usize,
 }
 
 /// Where a nest's arithmetic overflowed (the nest's first update).

@@ -592,3 +592,53 @@ fn the_convolution_tap_nest_is_planned() {
     }
     assert_eq!(planned(&program.body), vec![3]);
 }
+
+#[test]
+fn guarded_and_ranged_axes_need_no_check_in_the_convolution_nest() {
+    let program = compile(CONV2D, &conv_signature(true, false), DType::F32);
+    fn plans(ops: &[ir::Op]) -> Vec<&fast::NestPlan> {
+        ops.iter()
+            .flat_map(|op| match op {
+                ir::Op::For {
+                    plan: Some(plan), ..
+                } => vec![plan.as_ref()],
+                ir::Op::For { body, .. } => plans(body),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+    let plan = plans(&program.body)[0];
+    let per_level: Vec<usize> = plan.checks.iter().map(Vec::len).collect();
+    // ci level: x's channel (g·Cin/g + ci is not ci's own range); kh, kw levels: nothing;
+    // on entry: x's n, weight's co
+    assert_eq!(per_level, vec![1, 0, 0, 2]);
+}
+
+#[test]
+fn a_selection_of_exact_values_is_exact() {
+    let (_, signature) = relu_program();
+    let program = compile(
+        "for i in out:\n  out[i] = max(x[i], 0)\n",
+        &signature,
+        DType::F32,
+    );
+    let inputs = [Some((vec![1, 3], vec![-1.0, 2.0, -0.0]))];
+    let exact = Exact::default();
+    let result = run(
+        &program,
+        &Inputs {
+            inputs: &inputs,
+            outputs: &[vec![1, 3]],
+            params: &[],
+            dtype: DType::F32,
+        },
+        &exact,
+        false,
+    )
+    .unwrap();
+    let got: Vec<Approx> = result.outputs[0]
+        .iter()
+        .map(|c| exact.load(c, DType::F32))
+        .collect();
+    assert!(got.iter().all(|a| a.error == 0.0), "{got:?}");
+}

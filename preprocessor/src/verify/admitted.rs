@@ -6,7 +6,7 @@ use super::cost::{FlopsCount, kind_name};
 use super::run::{Outcome, call};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay, sample_note};
-use super::{Agreement, Gate, oracle};
+use super::{Agreement, Gate};
 use crate::diag::Code;
 use crate::providers::{Crash, Kernel};
 use fkc_provider::DType;
@@ -23,14 +23,24 @@ impl Gate<'_> {
         let mut ran = 0;
         let mut worst: f64 = 0.0;
         let mut all_exact = true;
-        let mut flops_checked = 0;
-        let mut flops_kind = FlopsCount::MACS | FlopsCount::TAPS;
+        let mut compared = 0;
+        let mut failed = false;
+        // The work each accepted sample did, for the cost formulas (checked apart, so that a
+        // wrong formula is found whether or not the domain check fails).
+        let mut counted = Vec::new();
         for (index, (sample, predicted)) in samples.iter().enumerate() {
             let seed = self.seed ^ index as u64;
             let before = self.diagnostics.len();
             let Some(agreement) =
                 self.admitted_one(kernel, dtype, sample, predicted, seed, bitwise)
             else {
+                if failed {
+                    self.diagnostics.truncate(before); // one counterexample is enough
+                    if let Some(counts) = self.count_work(kernel, dtype, sample, predicted) {
+                        counted.push((sample, predicted, counts));
+                    }
+                    continue;
+                }
                 let replay = Replay {
                     kernel,
                     dtype,
@@ -38,57 +48,34 @@ impl Gate<'_> {
                     check: Check::Domain,
                     keep: Keep::Admitted,
                 };
+                // A rejection is cheap to run past (the remaining samples still count the work
+                // for the cost formulas); a crash or a hang is not.
+                let rejected = self
+                    .diagnostics
+                    .get(before)
+                    .is_some_and(|d| d.code == Code::UnderConstrained);
                 self.shrink_report(before, &replay, sample);
-                return false;
-            };
-            ran += 1;
-            worst = worst.max(agreement.worst);
-            all_exact &= agreement.exact;
-            if let Some(count) = agreement.flops {
-                if flops_kind & count.equals == 0 {
-                    self.flops_inconsistent(kernel, dtype, sample, flops_kind, &count);
+                if !rejected {
                     return false;
                 }
-                flops_kind &= count.equals;
-                flops_checked += 1;
-            }
-        }
-        let oracle = match &self.named_oracle {
-            Some(named) => Some(format!("the oracle `{}`", named.kernel.symbol)),
-            None => {
-                oracle::has_reference(&self.op_kind).then(|| "an independent oracle".to_owned())
-            }
-        };
-        let values = match (oracle, all_exact) {
-            (None, _) => format!(
-                "; values: not checked — no oracle for op kind `{}`",
-                if self.op_kind.is_empty() {
-                    "(none)"
-                } else {
-                    &self.op_kind
+                failed = true;
+                if let Some(counts) = self.count_work(kernel, dtype, sample, predicted) {
+                    counted.push((sample, predicted, counts));
                 }
-            ),
-            (Some(oracle), true) => format!(", values exactly equal to {oracle}'s"),
-            (Some(oracle), false) => format!(
-                ", values within the error bound of {oracle} (worst {:.0}% of it)",
-                worst * 100.0
-            ),
-        };
-        let already = self
-            .evidence
-            .rows
-            .iter()
-            .any(|(check, _)| check.starts_with("`flops`"));
-        if flops_checked > 0 && !already {
-            self.evidence.rows.push((
-                "`flops` against the work done".to_owned(),
-                format!(
-                    "on every one of {flops_checked} {} samples `flops` equals {}, counted by the oracle",
-                    dtype.name(),
-                    kind_name(flops_kind)
-                ),
-            ));
+                continue;
+            };
+            if let Some(counts) = agreement.counts {
+                counted.push((sample, predicted, counts));
+            }
+            ran += 1;
+            compared += usize::from(agreement.checked);
+            worst = worst.max(agreement.worst);
+            all_exact &= agreement.exact;
         }
+        if !self.costs_hold(kernel, dtype, &counted) || failed {
+            return false;
+        }
+        let values = self.values_evidence(dtype, compared, all_exact, worst);
         self.evidence.rows.push((
             format!("{} accepts the admitted domain", dtype.name()),
             format!(
@@ -102,6 +89,103 @@ impl Gate<'_> {
             ),
         ));
         true
+    }
+
+    /// The cost formulas against the work each accepted sample did: `flops` the same count on
+    /// every sample, `bytes_moved` within the traffic. False after reporting a failure.
+    fn costs_hold(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        counted: &[(&Sample, &Vec<Vec<i64>>, crate::semantics::Counts)],
+    ) -> bool {
+        let mut flops_kind = FlopsCount::ALL;
+        let mut flops_checked = 0;
+        self.bytes_checked = 0;
+        for (sample, predicted, counts) in counted {
+            let Some(flops) = self.flops_within_work(kernel, dtype, sample, predicted, counts)
+            else {
+                return false;
+            };
+            if let Some(count) = flops {
+                if flops_kind & count.equals == 0 {
+                    self.flops_inconsistent(kernel, dtype, sample, flops_kind, &count);
+                    return false;
+                }
+                flops_kind &= count.equals;
+                flops_checked += 1;
+            }
+            if self
+                .bytes_within_traffic(kernel, dtype, sample, predicted, counts)
+                .is_none()
+            {
+                return false;
+            }
+        }
+        let row = |rows: &[(String, String)], prefix: &str| {
+            rows.iter().any(|(c, _)| c.starts_with(prefix))
+        };
+        if flops_checked > 0 && !row(&self.evidence.rows, "`flops`") {
+            self.evidence.rows.push((
+                "`flops` against the work done".to_owned(),
+                format!(
+                    "on every one of {flops_checked} {} samples `flops` equals {}, counted by running the semantics",
+                    dtype.name(),
+                    kind_name(flops_kind)
+                ),
+            ));
+        }
+        if self.bytes_checked > 0 && !row(&self.evidence.rows, "`bytes_moved`") {
+            self.evidence.rows.push((
+                "`bytes_moved` against the traffic".to_owned(),
+                format!(
+                    "on every one of {} {} samples `bytes_moved` lies between the distinct input elements the semantics read plus the outputs written, and every element of the operands and outputs (in bytes)",
+                    self.bytes_checked,
+                    dtype.name()
+                ),
+            ));
+        }
+        true
+    }
+
+    /// What the values check compared, for the evidence.
+    fn values_evidence(&self, dtype: DType, compared: usize, exact: bool, worst: f64) -> String {
+        if compared == 0 {
+            return match &self.domain.contract.semantics {
+                None => format!(
+                    "; values: not checked — no semantics (the contract has no `semantics` and op kind `{}` has no standard ones)",
+                    if self.op_kind.is_empty() {
+                        "(none)"
+                    } else {
+                        &self.op_kind
+                    }
+                ),
+                Some(_) => "; values: not checked".to_owned(),
+            };
+        }
+        let against = match (&self.named_oracle, &self.domain.contract.semantics) {
+            (Some(named), _) => format!("the oracle `{}`", named.kernel.symbol),
+            (None, Some(s)) => match &s.origin {
+                crate::contract::semantic::Origin::Own => "the contract's semantics".to_owned(),
+                crate::contract::semantic::Origin::Standard(kind) => {
+                    format!("the standard semantics of `{kind}`")
+                }
+            },
+            (None, None) => "the oracle".to_owned(),
+        };
+        if self.claims_order() {
+            format!(
+                ", values bit for bit {against} computed in {} in the written order",
+                dtype.name()
+            )
+        } else if exact {
+            format!(", values exactly {against}")
+        } else {
+            format!(
+                ", values within the error bound of {against} (worst {:.0}% of it)",
+                worst * 100.0
+            )
+        }
     }
 
     /// Runs one admitted sample: accepted, the rules, the values and (with `bitwise`) the

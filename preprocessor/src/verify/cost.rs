@@ -6,65 +6,65 @@ use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::diag::Code;
 use crate::providers::Kernel;
+use crate::semantics::Counts;
 use fkc_provider::DType;
 
 impl Gate<'_> {
-    /// `flops` equals, on this sample, 2 × the multiply-adds really performed or 2 × the taps
-    /// the loop nest visits (both counted by the oracle, independently of the formula): which
-    /// of the two it equals is returned, so that every sample can be held to the
-    /// same one. `None` after reporting a failure; `Some(None)` when there is nothing
-    /// to check.
+    /// A formula's value on a sample (with its outputs), when it evaluates.
+    fn formula_value(
+        &self,
+        name: &str,
+        sample: &Sample,
+        dtype: DType,
+        predicted: &[Vec<i64>],
+    ) -> Option<(i64, std::ops::Range<usize>)> {
+        let (_, formula) = self
+            .domain
+            .contract
+            .formulas
+            .iter()
+            .find(|(n, _)| n == name)?;
+        let mut bindings = self.domain.bindings(sample, dtype);
+        self.domain.bind_outputs(&mut bindings, predicted);
+        let value = crate::expr::eval(&formula.expr, &bindings).ok()?.as_int()?;
+        Some((value, formula.source.span.clone()))
+    }
+
+    /// `flops` equals, on this sample, one of the work counts the semantics made (2 × the
+    /// multiply-adds performed, 2 × the taps the loop nests visit, the comparisons of the
+    /// reductions, or every arithmetic operation on values): which ones it equals is returned,
+    /// so that every sample can be held to the same one. `None` after reporting a failure;
+    /// `Some(None)` when there is nothing to check.
     pub(super) fn flops_within_work(
         &mut self,
         kernel: &Kernel<'_>,
         dtype: DType,
         sample: &Sample,
         predicted: &[Vec<i64>],
-        work: Option<(u64, u64)>,
+        counts: &Counts,
     ) -> Option<Option<FlopsCount>> {
-        let Some((macs, visited)) = work else {
-            return Some(None);
+        let Some((flops, span)) = self.formula_value("flops", sample, dtype, predicted) else {
+            return Some(None); // no formula, or reported by the cost check
         };
-        let Some((_, formula)) = self
-            .domain
-            .contract
-            .formulas
-            .iter()
-            .find(|(name, _)| name == "flops")
-        else {
-            return Some(None);
-        };
-        let mut bindings = self.domain.bindings(sample, dtype);
-        self.domain.bind_outputs(&mut bindings, predicted);
-        let Some(flops) = crate::expr::eval(&formula.expr, &bindings)
-            .ok()
-            .and_then(|v| v.as_int())
-        else {
-            return Some(None); // reported by the cost check
-        };
-        let count = FlopsCount::of(flops, macs, visited);
+        let count = FlopsCount::of(flops, counts);
         if count.equals != 0 {
             return Some(Some(count));
         }
-        let span = formula.source.span.clone();
         let diagnostic = self.error(
             Code::CostFormula,
             span,
             format!(
-                "`flops` is {flops}, but `{}` performs {macs} multiply-adds and its loop nest visits {visited} taps: `flops` must be 2 × one of them ({} or {})",
+                "`flops` is {flops}, but on this sample `{}` does {}: `flops` must be one of them",
                 kernel.symbol,
-                2 * macs,
-                2 * visited
+                count.all()
             ),
         );
         diagnostic.notes.push(sample_note(dtype.name(), sample));
-        diagnostic.help.push(
-            "count 2 flops per multiply-add performed, or 2 per tap the loop nest visits (padding taps included), on every sample".to_owned(),
-        );
+        diagnostic.help.push(FLOPS_HELP.to_owned());
         None
     }
 
-    /// `flops` equalled one count on an earlier sample and only the other on `sample`.
+    /// `flops` equalled some counts on earlier samples and none of them on `sample`.
     pub(super) fn flops_inconsistent(
         &mut self,
         kernel: &Kernel<'_>,
@@ -73,31 +73,94 @@ impl Gate<'_> {
         earlier: u8,
         now: &FlopsCount,
     ) {
-        let Some((_, formula)) = self
-            .domain
-            .contract
-            .formulas
-            .iter()
-            .find(|(name, _)| name == "flops")
-        else {
+        let Some((_, span)) = self.formula_value("flops", sample, dtype, &[]).or_else(|| {
+            let (_, f) = self
+                .domain
+                .contract
+                .formulas
+                .iter()
+                .find(|(n, _)| n == "flops")?;
+            Some((0, f.source.span.clone()))
+        }) else {
             return;
         };
-        let span = formula.source.span.clone();
         let diagnostic = self.error(
             Code::CostFormula,
             span,
             format!(
-                "`flops` is {} on this sample of `{}`, {}; on earlier samples it was {}: it must be the same count on every sample",
+                "`flops` is {} on this sample of `{}`, which is {}; on earlier samples it was {}: it must be the same count on every sample",
                 now.flops,
                 kernel.symbol,
-                now.describe(),
+                kind_name(now.equals),
                 kind_name(earlier)
             ),
         );
         diagnostic.notes.push(sample_note(dtype.name(), sample));
-        diagnostic.help.push(
-            "count 2 flops per multiply-add performed, or 2 per tap the loop nest visits (padding taps included), on every sample".to_owned(),
+        diagnostic.help.push(FLOPS_HELP.to_owned());
+    }
+
+    /// `bytes_moved` lies between the compulsory traffic (the distinct input elements the
+    /// semantics read plus the output elements they write) and every element of the operands
+    /// and outputs, in bytes. `None` after reporting a failure.
+    pub(super) fn bytes_within_traffic(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        predicted: &[Vec<i64>],
+        counts: &Counts,
+    ) -> Option<()> {
+        let Some((bytes, span)) = self.formula_value("bytes_moved", sample, dtype, predicted)
+        else {
+            return Some(());
+        };
+        let (low, high) = self.traffic(sample, predicted, counts, dtype)?;
+        if (low..=high).contains(&bytes) {
+            self.bytes_checked += 1;
+            return Some(());
+        }
+        let diagnostic = self.error(
+            Code::CostFormula,
+            span,
+            format!(
+                "`bytes_moved` is {bytes}, outside [{low}, {high}] for `{}`: at least the distinct input elements read plus the outputs written, at most every element of the operands and outputs, in bytes",
+                kernel.symbol
+            ),
         );
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
+        diagnostic.help.push("count each operand's elements and each output's once (× dtype_bytes); an optional input that is present counts too".to_owned());
+        None
+    }
+
+    /// (compulsory, full) traffic of a sample in bytes, from the semantics' counts.
+    fn traffic(
+        &self,
+        sample: &Sample,
+        predicted: &[Vec<i64>],
+        counts: &Counts,
+        dtype: DType,
+    ) -> Option<(i64, i64)> {
+        let semantics = self.domain.contract.semantics.as_ref()?;
+        let size = i64::try_from(dtype.size_bytes()).ok()?;
+        let elements = |dims: &[i64]| dims.iter().product::<i64>();
+        let inputs = semantics.signature.inputs.len();
+        let (mut low, mut high) = (0i64, 0i64);
+        for (index, input) in semantics.signature.inputs.iter().enumerate() {
+            let present = sample
+                .inputs
+                .iter()
+                .find(|(name, _, _)| *name == input.name)
+                .filter(|(_, _, present)| *present);
+            if let Some((_, dims, _)) = present {
+                high += elements(dims);
+                low += i64::try_from(*counts.read.get(index)?).ok()?;
+            }
+        }
+        for (index, dims) in predicted.iter().enumerate() {
+            high += elements(dims);
+            low += i64::try_from(*counts.written.get(inputs + index)?).ok()?;
+        }
+        Some((low.checked_mul(size)?, high.checked_mul(size)?))
     }
 
     /// Every cost formula evaluates to a non-negative number; host_bytes is the outputs' size.
@@ -145,59 +208,72 @@ impl Gate<'_> {
     }
 }
 
-/// Which work count a sample's `flops` equals.
+const FLOPS_HELP: &str = "count the same thing on every sample: 2 flops per multiply-add performed, 2 per tap the loop nests visit (padding taps included), 1 per comparison of a max or min reduction, or 1 per arithmetic operation on values";
+
+/// Which work counts a sample's `flops` equals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FlopsCount {
     pub flops: i64,
-    /// 2 × the multiply-adds performed.
-    pub macs2: u64,
-    /// 2 × the taps the loop nest visits.
-    pub taps2: u64,
-    /// [`FlopsCount::MACS`] and/or [`FlopsCount::TAPS`]: the counts `flops` equals.
+    /// 2 × the multiply-adds, 2 × the taps, the comparisons, the operations.
+    pub counts: [u64; 4],
+    /// The counts `flops` equals, one bit each, in [`FlopsCount::counts`] order.
     pub equals: u8,
 }
 
-impl FlopsCount {
-    pub const MACS: u8 = 1;
-    pub const TAPS: u8 = 2;
+/// The names of the counts, in [`FlopsCount::counts`] order.
+const NAMES: [&str; 4] = [
+    "2 × the multiply-adds performed (padding taps skipped)",
+    "2 × the taps the loop nests visit (padding taps included)",
+    "the comparisons of its max/min reductions",
+    "every arithmetic operation on values",
+];
 
-    fn of(flops: i64, macs: u64, visited: u64) -> FlopsCount {
-        let (macs2, taps2) = (2 * macs, 2 * visited);
+impl FlopsCount {
+    /// Every count (before any sample narrowed them).
+    pub const ALL: u8 = 15;
+
+    fn of(flops: i64, counts: &Counts) -> FlopsCount {
+        let counts = [
+            2 * counts.macs,
+            2 * counts.taps,
+            counts.compares,
+            counts.ops,
+        ];
         let value = u64::try_from(flops).ok();
-        let bit = |equal: bool, bit: u8| if equal { bit } else { 0 };
-        let equals = bit(value == Some(macs2), Self::MACS) | bit(value == Some(taps2), Self::TAPS);
+        let equals = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| value == Some(**c))
+            .fold(0, |bits, (i, _)| bits | (1 << i));
         FlopsCount {
             flops,
-            macs2,
-            taps2,
+            counts,
             equals,
         }
     }
 
-    /// What the count equals on this sample, in words.
-    fn describe(&self) -> String {
-        match self.equals {
-            Self::MACS => format!(
-                "2 × the multiply-adds performed ({}), not 2 × the taps visited ({})",
-                self.macs2, self.taps2
-            ),
-            Self::TAPS => format!(
-                "2 × the taps visited ({}), not 2 × the multiply-adds performed ({})",
-                self.taps2, self.macs2
-            ),
-            _ => format!(
-                "2 × the multiply-adds performed and 2 × the taps visited ({})",
-                self.taps2
-            ),
-        }
+    /// Every count on this sample, in words.
+    fn all(&self) -> String {
+        NAMES
+            .iter()
+            .zip(self.counts)
+            .map(|(name, count)| format!("{count} ({name})"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
-/// The count a set of [`FlopsCount`] bits names, in words.
-pub(super) fn kind_name(equals: u8) -> &'static str {
-    match equals {
-        FlopsCount::MACS => "2 × the multiply-adds performed (padding taps skipped)",
-        FlopsCount::TAPS => "2 × the taps the loop nest visits (padding taps included)",
-        _ => "2 × the multiply-adds performed, which here is also 2 × the taps visited",
+/// The counts a set of [`FlopsCount`] bits names, in words.
+pub(super) fn kind_name(equals: u8) -> String {
+    let names: Vec<&str> = NAMES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| equals & (1 << i) != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    if names.is_empty() {
+        "none of the counts".to_owned()
+    } else {
+        names.join(", which here is also ")
     }
 }

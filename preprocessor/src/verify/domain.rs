@@ -150,6 +150,50 @@ impl Gate<'_> {
         }
     }
 
+    /// Every optional input both ways: present in at least a third of the admitted samples
+    /// (an absent one turned present, its dims set by its own `==` constraints where it has
+    /// them, so `bias.dim[0] == weight.dim[0]` admits it), and absent in at least one.
+    fn cover_optional_inputs(&self, dtype: DType, admitted: &mut Admitted) {
+        let optional: Vec<&str> = self
+            .raw
+            .inputs
+            .iter()
+            .filter(|i| i.optional.as_ref().is_some_and(|o| o.value))
+            .map(|i| i.name.value.as_str())
+            .collect();
+        for name in optional {
+            let present = |s: &Sample| s.inputs.iter().any(|(n, _, p)| n == name && *p);
+            let wanted = admitted.len().div_ceil(3);
+            let mut count = admitted.iter().filter(|(s, _)| present(s)).count();
+            for index in 0..admitted.len() {
+                if count >= wanted {
+                    break;
+                }
+                if present(&admitted[index].0) {
+                    continue;
+                }
+                let candidate = self.domain.with_present(&admitted[index].0, name, dtype);
+                if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
+                    && !admitted.iter().any(|(s, _)| *s == candidate)
+                {
+                    admitted[index] = (candidate, outputs);
+                    count += 1;
+                }
+            }
+            if count == admitted.len()
+                && let Some((sample, _)) = admitted.last()
+            {
+                let mut absent = sample.clone();
+                for input in absent.inputs.iter_mut().filter(|(n, _, _)| n == name) {
+                    input.2 = false;
+                }
+                if let Verdict::Admitted { outputs } = self.domain.verdict(&absent, dtype) {
+                    admitted.push((absent, outputs));
+                }
+            }
+        }
+    }
+
     /// Draws admitted samples and samples breaking exactly one constraint.
     pub(super) fn draw(&self, dtype: DType, options: VerifyOptions) -> (Admitted, Breaking) {
         let mut rng = Rng::new(options.seed);
@@ -197,6 +241,7 @@ impl Gate<'_> {
         }
         self.add_edge_samples(dtype, &mut admitted, quota);
         self.cover_conditions(dtype, &mut rng, &mut admitted);
+        self.cover_optional_inputs(dtype, &mut admitted);
         self.break_by_moving_one_variable(dtype, &admitted, &mut breaking, constraints, quota);
         (admitted, breaking)
     }

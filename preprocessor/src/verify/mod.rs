@@ -22,6 +22,7 @@ pub mod geometry;
 pub mod layout;
 mod named;
 mod operands;
+#[cfg(test)]
 pub mod oracle;
 mod order;
 mod repro;
@@ -171,15 +172,17 @@ fn entry_kernels<'a>(import: &'a Import, provider: &'a Provider) -> Vec<(DType, 
         .collect()
 }
 
-/// How a result compared with the oracle.
-#[derive(Debug, Clone, Copy)]
+/// How a result compared with the semantics (or a named oracle).
+#[derive(Debug, Clone)]
 struct Agreement {
+    /// Values were compared at all.
+    checked: bool,
     /// Held to exact equality.
     exact: bool,
     /// The largest error as a fraction of its bound.
     worst: f64,
-    /// For multiply-add kernels with a `flops` formula: which work count it equals.
-    flops: Option<cost::FlopsCount>,
+    /// The work the semantics counted on this sample, for the cost formulas.
+    counts: Option<crate::semantics::Counts>,
 }
 
 struct Gate<'a> {
@@ -200,6 +203,8 @@ struct Gate<'a> {
     /// For a selection (a max), the windows the special-values check saw holding a NaN among
     /// numbers (where the NaN policy decides the result).
     nan_mixed: Option<usize>,
+    /// Samples whose `bytes_moved` was held to the traffic the semantics counted.
+    bytes_checked: usize,
 }
 
 impl<'a> Gate<'a> {
@@ -228,6 +233,7 @@ impl<'a> Gate<'a> {
             order_dependent: 0,
             special_elements: 0,
             nan_mixed: None,
+            bytes_checked: 0,
         }
     }
 }
@@ -355,6 +361,7 @@ mod tests {
             order_dependent: 0,
             special_elements: 0,
             nan_mixed: None,
+            bytes_checked: 0,
         };
         let (admitted, broken) = gate.draw(DType::F32, VerifyOptions::default());
         assert!(!admitted.is_empty() && !broken.is_empty());

@@ -1,13 +1,13 @@
 //! A contract's own oracle: another registry's entry point, named by `oracle.entry_point`, run on
 //! the very operands the kernel ran on (converted to the oracle's dtype) — differential testing,
 //! for example of a production kernel against the reference backend's f64 one. The values are
-//! then held to the contract's precision claims; the op kind's definitional oracle, when there
-//! is one, still supplies the error bound's magnitudes and the work counts. A disagreement, or
+//! then held to the contract's precision claims; the contract's semantics, when it has them,
+//! still supply the error bound and the work counts. A disagreement, or
 //! an oracle that cannot run a sample, is shrunk and reproduced like any other failure of an
 //! admitted sample (`repro` resolves the same oracle).
 
 use super::Gate;
-use super::oracle::{Input, Reference};
+use super::run::Input;
 use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::contract::raw::RawOracle;
@@ -76,53 +76,32 @@ pub(super) fn resolve<'a>(
 }
 
 impl Gate<'_> {
-    /// The reference values for one run: the named oracle's when the contract names one (with
-    /// the definitional oracle's magnitudes and work), otherwise the definitional oracle's.
-    /// `Err` after reporting that the named oracle could not be run.
-    pub(super) fn reference(
+    /// What the named oracle computes on the kernel's operands (its first output); `Err` after
+    /// reporting that it could not be run.
+    pub(super) fn named_values(
         &mut self,
         kernel: &Kernel<'_>,
         sample: &Sample,
         inputs: &[Option<Input>],
-    ) -> Result<Option<Reference>, ()> {
-        let definitional = super::oracle::reference(&self.op_kind, inputs, sample);
+    ) -> Result<Vec<f64>, ()> {
         let Some(named) = self.named_oracle else {
-            return Ok(definitional);
+            return Err(());
         };
-        let values = match run_named(&named, kernel, sample, inputs) {
-            Ok(values) => values,
-            Err(problem) => {
-                let span = named.raw.entry_point.span.clone();
-                let diagnostic = self.error(
-                    Code::OperandsMismatch,
-                    span,
-                    format!(
-                        "the oracle `{}` cannot be run on this sample: {problem}",
-                        named.kernel.symbol
-                    ),
-                );
-                diagnostic
-                    .notes
-                    .push(sample_note(kernel.dtype.name(), sample));
-                diagnostic.help.push("name an oracle with the kernel's operands, and give the oracle's other parameters under `oracle.params`".to_owned());
-                return Err(());
-            }
-        };
-        let count = values.len();
-        Ok(Some(match definitional {
-            Some(definition) => Reference {
-                values,
-                ..definition
-            },
-            None => Reference {
-                values,
-                magnitude: vec![0.0; count],
-                terms: 0,
-                work: None,
-                envelopes: Vec::new(),
-                nan_mixed: None,
-            },
-        }))
+        run_named(&named, kernel, sample, inputs).map_err(|problem| {
+            let span = named.raw.entry_point.span.clone();
+            let diagnostic = self.error(
+                Code::OperandsMismatch,
+                span,
+                format!(
+                    "the oracle `{}` cannot be run on this sample: {problem}",
+                    named.kernel.symbol
+                ),
+            );
+            diagnostic
+                .notes
+                .push(sample_note(kernel.dtype.name(), sample));
+            diagnostic.help.push("name an oracle with the kernel's operands, and give the oracle's other parameters under `oracle.params`".to_owned());
+        })
     }
 }
 

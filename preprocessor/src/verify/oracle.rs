@@ -1,4 +1,5 @@
-//! Independent definitional oracles, one per op kind (`Conv2D`, `Conv2dSimple`,
+//! The hand-written definitional oracles the semantics interpreter replaced, kept as the
+//! differential test of the interpreter (`semantics::tests`): one per op kind (`Conv2D`, `Conv2dSimple`,
 //! `ConvTranspose2D`, `MaxPool2D`, `Contiguize`, `Relu`), written here from the textbook
 //! definitions (gather form, in f64) and not from any backend's code. A contract reaches one
 //! through its `op_kind`, whatever its kernel is called and whoever provides it. Each
@@ -198,12 +199,7 @@ fn in_range(value: f64, dtype: DType) -> f64 {
     }
 }
 
-/// An operand as the oracle sees it: dims and values in f64 (already rounded to the dtype).
-#[derive(Debug, Clone)]
-pub struct Input {
-    pub dims: Vec<usize>,
-    pub values: Vec<f64>,
-}
+pub use super::run::Input;
 
 impl Input {
     /// The operand as a rank-4 array (missing trailing dims are 1).
@@ -252,21 +248,6 @@ fn pair(sample: &Sample, name: &str, default: usize) -> (usize, usize) {
         .unwrap_or((fallback, fallback));
     let unsigned = |v: i64| usize::try_from(v).unwrap_or(default);
     (unsigned(a), unsigned(b))
-}
-
-/// The op kinds these oracles define.
-pub const OP_KINDS: &[&str] = &[
-    "Conv2D",
-    "Conv2dSimple",
-    "ConvTranspose2D",
-    "MaxPool2D",
-    "Contiguize",
-    "Relu",
-];
-
-/// Whether an oracle defines an op kind.
-pub fn has_reference(op_kind: &str) -> bool {
-    OP_KINDS.contains(&op_kind)
 }
 
 /// How an oracle does its arithmetic.

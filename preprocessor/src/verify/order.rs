@@ -1,11 +1,12 @@
-//! Order claims: `precision.order: naive_nested` promises that every output equals, bit for
-//! bit, the naive nested sum in the dtype in the documented loop order. It is checked on
-//! operands whose exponents spread wide enough that any other order changes bits.
+//! Order claims: `precision.order: as_written` (or `naive_nested`) promises that every output
+//! equals, bit for bit, the contract's semantics computed in the dtype in exactly the written
+//! order. It is checked on operands whose exponents spread wide enough that any other order
+//! changes bits.
 
 use super::Gate;
-use super::oracle;
 use super::run::{Fill, arguments, oracle_inputs};
 use super::sample::Sample;
+use super::semantic::{Elements, Mode};
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
 use crate::providers::{CallOutcome, Kernel};
@@ -20,12 +21,12 @@ impl Gate<'_> {
         let Some(order) = self.raw.precision.as_ref().and_then(|p| p.order.clone()) else {
             return;
         };
-        if !oracle::has_order(&self.op_kind) {
+        if !self.has_semantics() {
             self.evidence.rows.push((
                 "summation order".to_owned(),
                 format!(
-                    "`order: {}` not checked — no reference order is defined for op kind `{}`",
-                    order.value, self.op_kind
+                    "`order: {}` not checked — the contract has no semantics to give the written order",
+                    order.value
                 ),
             ));
             return;
@@ -53,7 +54,7 @@ impl Gate<'_> {
         self.evidence.rows.push((
             "summation order".to_owned(),
             format!(
-                "`order: {}` — on {checked} {dtype} samples with operand exponents spread wide, every output bit for bit the naive nested sum in {dtype} (ci, kh, kw ascending, then the bias)",
+                "`order: {}` — on {checked} {dtype} samples with operand exponents spread wide, every output bit for bit the semantics computed in {dtype} in the written order",
                 order.value
             ),
         ));
@@ -75,8 +76,18 @@ impl Gate<'_> {
             return None; // the admitted-domain check reports refusals and crashes
         };
         let inputs = oracle_inputs(&ops);
-        let (Some(expected), Some(actual)) = (
-            oracle::ordered(&self.op_kind, dtype, &inputs, sample),
+        let predicted: Vec<Vec<i64>> = outputs
+            .iter()
+            .map(|o| o.shape().iter().map(|d| *d as i64).collect())
+            .collect();
+        let expected =
+            match self.expected(kernel, dtype, sample, &inputs, &predicted, Mode::Ordered) {
+                Ok(Some(expected)) => expected,
+                Ok(None) => return None,
+                Err(()) => return Some(false),
+            };
+        let (Some(Elements::Ordered(expected)), Some(actual)) = (
+            expected.outputs.into_iter().next(),
             outputs.first().map(|o| o.to_f64_vec()),
         ) else {
             return None;
@@ -94,7 +105,7 @@ impl Gate<'_> {
             Code::WrongValue,
             order.span.clone(),
             format!(
-                "`{}` computes {got:e} at output element {at}; the naive nested sum in {dtype} gives {want:e}, and the contract promises it bit for bit (`order: {}`)",
+                "`{}` computes {got:e} at output element {at}; the semantics computed in {dtype} in the written order give {want:e}, and the contract promises it bit for bit (`order: {}`)",
                 kernel.symbol, order.value
             ),
         );

@@ -2,10 +2,16 @@
 //! taken from the sample by the kernel's own field descriptions, through the entry point (or the
 //! executor, for a dtype no entry point declares).
 
-use super::oracle::Input;
 use super::sample::{Domain, Rng, Sample};
 use crate::providers::{CallOutcome, Crash, Kernel};
 use fkc_provider::{AnyTensor, DType, EntryPointInfo, Operand, ParamValue, ParamValues};
+
+/// An operand as the semantics see it: dims and values in f64 (already rounded to the dtype).
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub dims: Vec<usize>,
+    pub values: Vec<f64>,
+}
 
 /// What a kernel did with a sample.
 #[derive(Debug)]

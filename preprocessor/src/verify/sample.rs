@@ -547,6 +547,44 @@ impl Domain<'_> {
         Sample { inputs, params }
     }
 
+    /// `sample` with input `name` present, each of its dims that a constraint of its own
+    /// writes as `name.dim[k] == EXPR` set to that expression's value.
+    pub fn with_present(&self, sample: &Sample, name: &str, dtype: DType) -> Sample {
+        let mut candidate = sample.clone();
+        for input in candidate.inputs.iter_mut().filter(|(n, _, _)| n == name) {
+            input.2 = true;
+        }
+        for (input, constraint) in &self.contract.input_constraints {
+            if input != name {
+                continue;
+            }
+            let expr::ExprKind::Binary {
+                op: expr::BinOp::Eq,
+                lhs,
+                rhs,
+                ..
+            } = &constraint.expr.kind
+            else {
+                continue;
+            };
+            let Some(axis) = dim_of(lhs, name) else {
+                continue;
+            };
+            let bindings = self.bindings(&candidate, dtype);
+            let value = expr::eval(rhs, &bindings).ok().and_then(|v| v.as_int());
+            if let Some(value) = value.filter(|v| (1..=MAX_VALUE).contains(v))
+                && let Some(slot) = candidate
+                    .inputs
+                    .iter_mut()
+                    .find(|(n, _, _)| n == name)
+                    .and_then(|(_, dims, _)| dims.get_mut(axis))
+            {
+                *slot = value;
+            }
+        }
+        candidate
+    }
+
     /// Bindings for evaluating the contract's expressions on a sample (outputs excluded).
     pub fn bindings(&self, sample: &Sample, dtype: DType) -> Bindings {
         let layout = &self.layout;
@@ -555,9 +593,15 @@ impl Domain<'_> {
         bindings.insert_at(layout.dtype_bytes, "dtype_bytes", bytes);
         // A sample lists its inputs and parameters in contract order unless it was written by
         // hand (`repro`); `insert_at` checks the slot's name, so either way each lands right.
-        for (index, (name, dims, _)) in sample.inputs.iter().enumerate() {
+        for (index, (name, dims, present)) in sample.inputs.iter().enumerate() {
             let slot = layout.inputs.get(index).copied().flatten();
-            bindings.insert_at(slot, name, Value::operand(dims));
+            // An absent optional input has no elements: its dims read as 0.
+            let value = if *present {
+                Value::operand(dims)
+            } else {
+                Value::operand(&vec![0; dims.len()])
+            };
+            bindings.insert_at(slot, name, value);
         }
         for (index, (name, param)) in sample.params.iter().enumerate() {
             let slot = layout.drawn.get(index).and_then(|(_, _, slot)| *slot);
@@ -698,6 +742,22 @@ impl Domain<'_> {
             Some(constraint) => Verdict::Breaks { constraint },
         }
     }
+}
+
+/// `k` when `e` is `name.dim[k]`.
+fn dim_of(e: &expr::Expr, name: &str) -> Option<usize> {
+    let expr::ExprKind::Index { base, index } = &e.kind else {
+        return None;
+    };
+    let expr::ExprKind::Member { base, field, .. } = &base.kind else {
+        return None;
+    };
+    let expr::ExprKind::Int(k) = index.kind else {
+        return None;
+    };
+    (field == "dim" && matches!(&base.kind, expr::ExprKind::Name(n) if n == name))
+        .then(|| usize::try_from(k).ok())
+        .flatten()
 }
 
 /// The alternatives of a top-level `||` chain (one expression when there is none).

@@ -6,12 +6,15 @@
 //! index outside its tensor, an element never written) is reported in the pseudo-code.
 
 use super::Gate;
-use super::oracle::Input;
-use super::sample::Sample;
+use super::run::Input;
+use super::sample::{Domain, Sample};
 use super::shrink::sample_note;
+use crate::contract::raw::RawContract;
+use crate::contract::semantic::Semantics;
 use crate::providers::Kernel;
 use crate::semantics::{self, Approx, Counts, Exact, ParamValue, Rounded};
 use fkc_provider::DType;
+use std::sync::Arc;
 
 /// What the semantics say about one run of a kernel.
 #[derive(Debug, Clone)]
@@ -45,6 +48,15 @@ impl Gate<'_> {
         self.domain.contract.semantics.is_some()
     }
 
+    /// Whether the semantics select with `max` or `min` (where the NaN policy decides).
+    pub(super) fn selects(&self) -> bool {
+        self.domain
+            .contract
+            .semantics
+            .as_ref()
+            .is_some_and(|s| s.programs.iter().any(|(_, p)| p.selects))
+    }
+
     /// Whether values are held to the written order (`precision.order`).
     pub(super) fn claims_order(&self) -> bool {
         let claimed = self
@@ -67,73 +79,18 @@ impl Gate<'_> {
         predicted: &[Vec<i64>],
         mode: Mode,
     ) -> Result<Option<Expected>, ()> {
-        let Some(semantics) = self.domain.contract.semantics.clone() else {
-            return Ok(None);
-        };
-        let Some(program) = semantics.program(dtype) else {
-            return Ok(None);
-        };
-        let by_name = |name: &str| {
-            kernel
-                .inputs
-                .iter()
-                .position(|d| d.name == name)
-                .and_then(|slot| inputs.get(slot))
-                .and_then(Option::as_ref)
-                .map(|input| (input.dims.clone(), input.values.clone()))
-        };
-        let run_inputs: Vec<Option<(Vec<usize>, Vec<f64>)>> = semantics
-            .signature
-            .inputs
-            .iter()
-            .map(|input| by_name(&input.name))
-            .collect();
-        let outputs: Vec<Vec<usize>> = predicted
-            .iter()
-            .map(|dims| {
-                dims.iter()
-                    .map(|d| usize::try_from(*d).unwrap_or(0))
-                    .collect()
-            })
-            .collect();
-        let params = self.param_values(&semantics.signature, sample, predicted);
-        let on = semantics::Inputs {
-            inputs: &run_inputs,
-            outputs: &outputs,
-            params: &params,
+        match evaluate(
+            &self.domain,
+            kernel,
             dtype,
-        };
-        let nan = self.nan_policy();
-        let result = match mode {
-            Mode::Bounded => semantics::run(program, &on, &Exact { nan }, false).map(|outcome| {
-                let exact = Exact { nan };
-                let outputs = outcome
-                    .outputs
-                    .iter()
-                    .map(|cells| {
-                        Elements::Bounded(
-                            cells
-                                .iter()
-                                .map(|c| semantics::Arith::load(&exact, c, dtype))
-                                .collect(),
-                        )
-                    })
-                    .collect();
-                Expected {
-                    outputs,
-                    counts: outcome.counts,
-                }
-            }),
-            Mode::Ordered => {
-                semantics::run(program, &on, &Rounded { nan }, false).map(|outcome| Expected {
-                    outputs: outcome.outputs.into_iter().map(Elements::Ordered).collect(),
-                    counts: outcome.counts,
-                })
-            }
-        };
-        match result {
-            Ok(expected) => Ok(Some(expected)),
-            Err(error) => {
+            sample,
+            inputs,
+            predicted,
+            mode,
+            false,
+        ) {
+            Ok(expected) => Ok(expected.map(|(expected, _)| expected)),
+            Err((semantics, error)) => {
                 let mut diagnostic = semantics.diagnostic(&error, self.raw, self.source);
                 diagnostic.notes.push(sample_note(dtype.name(), sample));
                 self.diagnostics.push(diagnostic);
@@ -142,52 +99,177 @@ impl Gate<'_> {
         }
     }
 
-    /// Each parameter the semantics name, on `sample`: a drawn field's value, or the dims of
-    /// the operand (or output) a shape-carrying field carries.
-    fn param_values(
-        &self,
-        signature: &semantics::Signature,
+    /// The work the semantics do on `sample` (whatever its values): for the cost formulas on a
+    /// sample the kernel refused.
+    pub(super) fn count_work(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
         sample: &Sample,
         predicted: &[Vec<i64>],
-    ) -> Vec<ParamValue> {
-        use super::sample::Param;
-        let shaped: Vec<(&str, &str)> = self.domain.shaped_fields().collect();
-        signature
-            .params
+    ) -> Option<Counts> {
+        let inputs: Vec<Option<Input>> = kernel
+            .inputs
             .iter()
-            .map(|param| {
-                if let Some(value) = sample.param(&param.name) {
-                    return match value {
-                        Param::Int(v) => ParamValue::Int(*v),
-                        Param::Ints(vs) => ParamValue::Tuple(vs.clone()),
-                    };
-                }
-                let of = shaped
+            .map(|desc| {
+                let (_, dims, present) = sample.inputs.iter().find(|(n, _, _)| *n == desc.name)?;
+                let dims: Vec<usize> = dims
                     .iter()
-                    .find(|(field, _)| *field == param.name)
-                    .map(|(_, of)| *of);
-                let dims = of.and_then(|of| {
-                    sample.dims(of).map(<[i64]>::to_vec).or_else(|| {
-                        let index = self
-                            .domain
-                            .contract
-                            .outputs
-                            .iter()
-                            .position(|o| o.name == of)?;
-                        predicted.get(index).cloned()
-                    })
-                });
-                ParamValue::Tuple(dims.unwrap_or_default())
+                    .map(|d| usize::try_from(*d).ok())
+                    .collect::<Option<_>>()?;
+                let count = dims.iter().product();
+                present.then(|| Input {
+                    dims,
+                    values: vec![0.0; count],
+                })
             })
-            .collect()
+            .collect();
+        // A refused sample may lie outside where the semantics are defined: no report then.
+        let before = self.diagnostics.len();
+        let expected = self.expected(kernel, dtype, sample, &inputs, predicted, Mode::Ordered);
+        self.diagnostics.truncate(before);
+        Some(expected.ok()??.counts)
     }
 
     /// The NaN policy the contract declares.
     pub(super) fn nan_policy(&self) -> semantics::float::NanPolicy {
-        use semantics::float::NanPolicy;
-        match self.raw.precision.as_ref().and_then(|p| p.nan.as_ref()) {
-            Some(nan) if nan.value == "ignore" => NanPolicy::Ignore,
-            _ => NanPolicy::Propagate,
-        }
+        nan_policy(self.raw)
     }
+}
+
+/// The traces of one run (per output, per element, the steps that made it).
+pub type Traces = Vec<Vec<Vec<semantics::Step>>>;
+
+/// A run of the semantics: what they give (and traced), or where they failed.
+pub type Evaluated =
+    Result<Option<(Expected, Option<Traces>)>, (Arc<Semantics>, semantics::SemanticsError)>;
+
+/// The semantics of `domain`'s contract run on `inputs` (the kernel's operands, in the kernel's
+/// operand order) for `sample`, with outputs of the `predicted` shapes; with `trace`, also
+/// what each output element was made from. `Ok(None)` without semantics for `dtype`.
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate(
+    domain: &Domain<'_>,
+    kernel: &Kernel<'_>,
+    dtype: DType,
+    sample: &Sample,
+    inputs: &[Option<Input>],
+    predicted: &[Vec<i64>],
+    mode: Mode,
+    trace: bool,
+) -> Evaluated {
+    let Some(semantics) = domain.contract.semantics.clone() else {
+        return Ok(None);
+    };
+    let Some(program) = semantics.program(dtype) else {
+        return Ok(None);
+    };
+    let by_name = |name: &str| {
+        kernel
+            .inputs
+            .iter()
+            .position(|d| d.name == name)
+            .and_then(|slot| inputs.get(slot))
+            .and_then(Option::as_ref)
+            .map(|input| (input.dims.clone(), input.values.clone()))
+    };
+    let run_inputs: Vec<Option<(Vec<usize>, Vec<f64>)>> = semantics
+        .signature
+        .inputs
+        .iter()
+        .map(|input| by_name(&input.name))
+        .collect();
+    let outputs: Vec<Vec<usize>> = predicted
+        .iter()
+        .map(|dims| {
+            dims.iter()
+                .map(|d| usize::try_from(*d).unwrap_or(0))
+                .collect()
+        })
+        .collect();
+    let params = param_values(domain, &semantics.signature, sample, predicted);
+    let on = semantics::Inputs {
+        inputs: &run_inputs,
+        outputs: &outputs,
+        params: &params,
+        dtype,
+    };
+    let nan = nan_policy(domain.raw);
+    let result = match mode {
+        Mode::Bounded => semantics::run(program, &on, &Exact { nan }, trace).map(|outcome| {
+            let exact = Exact { nan };
+            let outputs = outcome
+                .outputs
+                .iter()
+                .map(|cells| {
+                    Elements::Bounded(
+                        cells
+                            .iter()
+                            .map(|c| semantics::Arith::load(&exact, c, dtype))
+                            .collect(),
+                    )
+                })
+                .collect();
+            let expected = Expected {
+                outputs,
+                counts: outcome.counts,
+            };
+            (expected, outcome.trace)
+        }),
+        Mode::Ordered => semantics::run(program, &on, &Rounded { nan }, trace).map(|outcome| {
+            let expected = Expected {
+                outputs: outcome.outputs.into_iter().map(Elements::Ordered).collect(),
+                counts: outcome.counts,
+            };
+            (expected, outcome.trace)
+        }),
+    };
+    match result {
+        Ok(done) => Ok(Some(done)),
+        Err(error) => Err((semantics, error)),
+    }
+}
+
+/// The NaN policy a contract declares.
+pub fn nan_policy(raw: &RawContract) -> semantics::float::NanPolicy {
+    use semantics::float::NanPolicy;
+    match raw.precision.as_ref().and_then(|p| p.nan.as_ref()) {
+        Some(nan) if nan.value == "ignore" => NanPolicy::Ignore,
+        _ => NanPolicy::Propagate,
+    }
+}
+
+/// Each parameter the semantics name, on `sample`: a drawn field's value, or the dims of
+/// the operand (or output) a shape-carrying field carries.
+fn param_values(
+    domain: &Domain<'_>,
+    signature: &semantics::Signature,
+    sample: &Sample,
+    predicted: &[Vec<i64>],
+) -> Vec<ParamValue> {
+    use super::sample::Param;
+    let shaped: Vec<(&str, &str)> = domain.shaped_fields().collect();
+    signature
+        .params
+        .iter()
+        .map(|param| {
+            if let Some(value) = sample.param(&param.name) {
+                return match value {
+                    Param::Int(v) => ParamValue::Int(*v),
+                    Param::Ints(vs) => ParamValue::Tuple(vs.clone()),
+                };
+            }
+            let of = shaped
+                .iter()
+                .find(|(field, _)| *field == param.name)
+                .map(|(_, of)| *of);
+            let dims = of.and_then(|of| {
+                sample.dims(of).map(<[i64]>::to_vec).or_else(|| {
+                    let index = domain.contract.outputs.iter().position(|o| o.name == of)?;
+                    predicted.get(index).cloned()
+                })
+            });
+            ParamValue::Tuple(dims.unwrap_or_default())
+        })
+        .collect()
 }

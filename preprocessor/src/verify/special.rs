@@ -1,17 +1,20 @@
 //! Special values: admitted samples run again with NaN, ±Inf, -0.0, the smallest subnormal and
 //! values near the dtype's largest finite in their operands, in every declared dtype. A crash
-//! or a refusal is a failure; results are compared with the oracle under the contract's NaN
-//! policy (`precision.nan`, `propagate` by default): a NaN where the oracle has one, and
-//! otherwise the usual bound — except where the terms' magnitude reaches the dtype's range, where
-//! overflow to ±Inf (or NaN from Inf − Inf) is the dtype's arithmetic, not an error.
+//! or a refusal is a failure; results are compared with the contract's semantics under its NaN
+//! policy (`precision.nan`, `propagate` by default): bit for bit in the written order where the
+//! contract claims an order, and otherwise any result some order of each element's sums gives —
+//! a finite value within the bound, or the NaN and ±Inf that an overflow on the way, or Inf −
+//! Inf, makes in some order.
 
 use super::Gate;
-use super::oracle::{self, NanPolicy};
 use super::run::{Fill, arguments, oracle_inputs};
 use super::sample::Sample;
+use super::semantic::{Elements, Mode};
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
 use crate::providers::{CallOutcome, Kernel};
+use crate::semantics::float::NanPolicy;
+use crate::semantics::{Approx, Kinds};
 use fkc_provider::DType;
 
 /// What one run with special values showed.
@@ -19,7 +22,7 @@ use fkc_provider::DType;
 pub(super) enum SpecialRun {
     /// The sample cannot be expressed as a call.
     Skipped,
-    /// No oracle for the op kind: only crashes and refusals were checked.
+    /// No semantics: only crashes and refusals were checked.
     NoOracle,
     Held,
     /// Reported.
@@ -36,18 +39,6 @@ impl SpecialRun {
 const SPECIAL_SAMPLES: usize = 6;
 
 impl Gate<'_> {
-    /// The naive nested sum in `dtype`, when the contract claims that order.
-    fn ordered_reference(
-        &self,
-        dtype: DType,
-        inputs: &[Option<oracle::Input>],
-        sample: &Sample,
-    ) -> Option<Vec<f64>> {
-        self.claims_order()
-            .then(|| oracle::ordered(&self.op_kind, dtype, inputs, sample))
-            .flatten()
-    }
-
     /// Runs special values through `kernel`; false after reporting a failure.
     pub(super) fn special_values(
         &mut self,
@@ -59,10 +50,13 @@ impl Gate<'_> {
         let mut ran = 0;
         (self.order_dependent, self.special_elements) = (0, 0);
         self.nan_mixed = None;
-        // The largest samples first: a special value shows what a reduction does with it only
-        // where it meets other values (a NaN in a window of one is NaN under every policy).
+        // For a selection (a max or min), the largest samples first: it shows what it does with
+        // a NaN only where the NaN meets other values (in a window of one it is NaN under every
+        // policy). Sums show it anywhere, so they keep the drawn order (small samples first).
         let mut largest: Vec<&Sample> = admitted.to_vec();
-        largest.sort_by_key(|sample| std::cmp::Reverse(sample.elements()));
+        if self.selects() {
+            largest.sort_by_key(|sample| std::cmp::Reverse(sample.elements()));
+        }
         // Then, for a selection (a max) whose NaN policy no window has shown yet, more runs until
         // one window holds a NaN among numbers.
         let extra = largest.iter().cycle().take(largest.len().max(1) * 3);
@@ -92,7 +86,7 @@ impl Gate<'_> {
         }
         let compared = if self.claims_order() {
             format!(
-                "bit for bit as the naive nested sum in {dtype} (the claimed order), NaN as NaN"
+                "bit for bit as the semantics computed in {dtype} in the written order (the claimed order), NaN as NaN"
             )
         } else {
             let policy = match policy {
@@ -101,13 +95,13 @@ impl Gate<'_> {
             };
             match self.nan_mixed {
                 Some(0) => format!(
-                    "as the oracle's under `nan: {policy}`, but no window held a NaN among numbers, so the NaN policy itself was not exercised"
+                    "as the semantics give them under `nan: {policy}`, but no window held a NaN among numbers, so the NaN policy itself was not exercised"
                 ),
                 Some(mixed) => format!(
-                    "as the oracle's under `nan: {policy}`, {mixed} windows holding a NaN among numbers"
+                    "as the semantics give them under `nan: {policy}`, {mixed} windows holding a NaN among numbers"
                 ),
                 None => format!(
-                    "as the oracle's under `nan: {policy}`; {} of {} elements depended on the summation order (an overflow to ±Inf on the way, or Inf − Inf), where any result some order of the same terms gives was accepted",
+                    "as the semantics give them under `nan: {policy}`; {} of {} elements depended on the summation order (an overflow to ±Inf on the way, or Inf − Inf), where any result some order of the same terms gives was accepted",
                     self.order_dependent, self.special_elements
                 ),
             }
@@ -146,26 +140,38 @@ impl Gate<'_> {
             }
         };
         let inputs = oracle_inputs(&ops);
-        let Some(actual) = outputs.first().map(|o| o.to_f64_vec()) else {
-            return SpecialRun::NoOracle;
-        };
-        let bad = if let Some(ordered) = self.ordered_reference(dtype, &inputs, sample) {
-            // An order is claimed: the naive nested sum in the dtype, special values included.
-            first_difference(&actual, &ordered)
+        let predicted: Vec<Vec<i64>> = outputs
+            .iter()
+            .map(|o| o.shape().iter().map(|d| *d as i64).collect())
+            .collect();
+        let mode = if self.claims_order() {
+            Mode::Ordered
         } else {
-            let Some(reference) =
-                oracle::reference_envelopes(&self.op_kind, &inputs, sample, policy, Some(dtype))
-            else {
-                return SpecialRun::NoOracle;
-            };
-            let (bad, dependent) = outside_envelopes(&actual, &reference, dtype);
-            if let Some(mixed) = reference.nan_mixed {
-                *self.nan_mixed.get_or_insert(0) += mixed;
-            }
-            self.order_dependent += dependent;
-            self.special_elements += actual.len();
-            bad
+            Mode::Bounded
         };
+        let expected = match self.expected(kernel, dtype, sample, &inputs, &predicted, mode) {
+            Ok(Some(expected)) => expected,
+            Ok(None) => return SpecialRun::NoOracle,
+            Err(()) => return SpecialRun::Failed,
+        };
+        if expected.counts.compares > 0 {
+            *self.nan_mixed.get_or_insert(0) += expected.counts.nan_meets as usize;
+        }
+        let mut bad = None;
+        for (output, want) in outputs.iter().zip(&expected.outputs) {
+            let actual = output.to_f64_vec();
+            bad = match want {
+                Elements::Ordered(want) => first_difference(&actual, want),
+                Elements::Bounded(want) => {
+                    self.special_elements += actual.len();
+                    self.order_dependent += want.iter().filter(|w| w.kinds.ambiguous()).count();
+                    outside(&actual, want)
+                }
+            };
+            if bad.is_some() {
+                break;
+            }
+        }
         if let Some((at, got, want)) = bad {
             let span = self
                 .raw
@@ -181,7 +187,7 @@ impl Gate<'_> {
                 Code::WrongValue,
                 span,
                 format!(
-                    "with special values, `{}` computes {got:e} at output element {at}; the oracle under `{policy_text}` gives {want}",
+                    "with special values, `{}` computes {got:e} at output element {at}; the semantics under `{policy_text}` give {want}",
                     kernel.symbol
                 ),
             );
@@ -236,64 +242,36 @@ fn first_difference(actual: &[f64], expected: &[f64]) -> Option<(usize, f64, Str
             (
                 at,
                 got,
-                format!("{want:e} (the naive nested sum in the dtype, in the claimed order)"),
+                format!("{want:e} (the semantics in the dtype, in the claimed order)"),
             )
         })
 }
 
-/// The first element outside what the oracle allows (see [`oracle::Envelope`]): for a sum
-/// whose order is not claimed, any result some order of its terms gives; otherwise the oracle's
-/// value (NaN as NaN, ±Inf exactly) or a finite value within the error bound. Also counts the
-/// elements whose value depends on the order.
-fn outside_envelopes(
-    actual: &[f64],
-    reference: &oracle::Reference,
-    dtype: DType,
-) -> (Option<(usize, f64, String)>, usize) {
-    let gamma = oracle::gamma(reference.terms + 1, oracle::unit_roundoff(dtype));
-    let slack = (reference.terms as f64 + 2.0) * oracle::smallest_subnormal(dtype);
-    if actual.len() != reference.values.len() {
-        let want = format!("{} elements", reference.values.len());
-        return (Some((0, f64::NAN, want)), 0);
+/// The first element outside what the semantics allow: any result some order of its sums
+/// gives.
+fn outside(actual: &[f64], want: &[Approx]) -> Option<(usize, f64, String)> {
+    if actual.len() != want.len() {
+        return Some((0, f64::NAN, format!("{} elements", want.len())));
     }
-    let mut dependent = 0;
-    for (at, (&got, &want)) in actual.iter().zip(&reference.values).enumerate() {
-        let magnitude = reference.magnitude.get(at).copied().unwrap_or(0.0);
-        let within =
-            |got: f64| !want.is_finite() || (got - want).abs() <= gamma * magnitude + slack;
-        let held = match reference.envelopes.get(at) {
-            Some(envelope) => {
-                let outcomes = envelope.outcomes(dtype, gamma);
-                dependent += usize::from(outcomes.order_dependent());
-                outcomes.admits_special(got) && (!got.is_finite() || within(got))
-            }
-            None if want.is_nan() => got.is_nan(),
-            None if want.is_infinite() || got.is_nan() || got.is_infinite() => got == want,
-            None => within(got),
-        };
-        if !held {
-            let allowed = match reference.envelopes.get(at) {
-                Some(envelope) => describe(envelope.outcomes(dtype, gamma), want),
-                None => format!("{want:e}"),
-            };
-            return (Some((at, got, allowed)), dependent);
-        }
-    }
-    (None, dependent)
+    let at = actual.iter().zip(want).position(|(g, w)| !w.admits(*g))?;
+    Some((at, actual[at], describe(&want[at])))
 }
 
-/// The results an element's envelope allows, in words.
-fn describe(outcomes: oracle::Outcomes, want: f64) -> String {
+/// The results an element allows, in words.
+fn describe(want: &Approx) -> String {
     let mut allowed = Vec::new();
-    if outcomes.finite {
-        allowed.push(format!("{want:e} within its error bound"));
+    if want.kinds.contains(Kinds::FINITE) {
+        allowed.push(format!(
+            "{:e} within its error bound ({:e})",
+            want.value, want.error
+        ));
     }
-    for (holds, text) in [
-        (outcomes.plus_infinity, "inf"),
-        (outcomes.minus_infinity, "-inf"),
-        (outcomes.nan, "NaN"),
+    for (kind, text) in [
+        (Kinds::PLUS_INFINITY, "inf"),
+        (Kinds::MINUS_INFINITY, "-inf"),
+        (Kinds::NAN, "NaN"),
     ] {
-        if holds {
+        if want.kinds.contains(kind) {
             allowed.push(text.to_owned());
         }
     }

@@ -1,105 +1,191 @@
-//! Values against the op kind's independent oracle: exact where claimed, otherwise within
-//! Higham's bound and the authored tolerances.
+//! Values against the contract's semantics: bit for bit the semantics in the dtype in the
+//! written order where the contract claims an order; otherwise each element within the
+//! semantics' forward error bound — or, where the contract states its precision, within that
+//! (`max_absolute + max_relative·|exact|`, `max_ulp`), with NaN and ±Inf wherever some order of
+//! the element's sums gives them. A contract that names an `oracle` entry point is compared
+//! with what that oracle computes on the same operands, within the same allowance.
 
+use super::run::Input;
 use super::sample::Sample;
+use super::semantic::{Elements, Mode};
 use super::shrink::sample_note;
-use super::{Agreement, Gate, oracle};
+use super::{Agreement, Gate};
 use crate::diag::Code;
 use crate::providers::Kernel;
+use crate::semantics::{Approx, Kinds};
 use fkc_provider::DType;
 
 /// The promise a value broke.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Claim {
-    /// `max_ulp: 0`, or an exact operation.
+    /// `max_ulp: 0`: the exact value.
     Exact,
-    /// Higham's bound in the dtype.
+    /// Bit for bit the semantics in the dtype, in the written order.
+    Ordered,
+    /// The semantics' forward error bound in the dtype.
     Bound(f64),
     /// The authored `max_absolute + max_relative × |exact|`.
     Authored(f64),
+    /// The authored `max_ulp: N`.
+    Ulps(u64, f64),
+    /// A special value where the element's sums give another.
+    Special,
+}
+
+/// The precision a contract states.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Stated {
+    pub max_ulp: Option<u64>,
+    pub max_absolute: Option<f64>,
+    pub max_relative: Option<f64>,
 }
 
 impl Gate<'_> {
-    /// The values agree with the oracle: exactly where `max_ulp: 0` is claimed (or the operation
-    /// is exact), otherwise within Higham's bound `γ_K·Σ|w·x|` in the dtype, and within
-    /// `max_absolute` / `max_relative` when authored. Returns the worst error as a fraction of
-    /// its bound (`None` after reporting a failure).
+    pub(super) fn stated_precision(&self) -> Stated {
+        let precision = self.raw.precision.as_ref();
+        let authored = |field: Option<&crate::contract::schema::Nullable<f64>>| {
+            field.and_then(|f| f.as_ref()).and_then(|f| f.value)
+        };
+        Stated {
+            max_ulp: precision
+                .and_then(|p| p.max_ulp.as_ref())
+                .and_then(|m| m.value),
+            max_absolute: authored(precision.map(|p| &p.max_absolute)),
+            max_relative: authored(precision.map(|p| &p.max_relative)),
+        }
+    }
+
+    /// The values agree with the semantics (and the named oracle, when there is one). Returns
+    /// the worst error as a fraction of its allowance and the work counted (`None` after
+    /// reporting a failure).
     pub(super) fn values_hold(
         &mut self,
         kernel: &Kernel<'_>,
         dtype: DType,
         sample: &Sample,
-        inputs: &[Option<oracle::Input>],
+        inputs: &[Option<Input>],
         values: &[Vec<f64>],
         predicted: &[Vec<i64>],
     ) -> Option<Agreement> {
-        let reference = self.reference(kernel, sample, inputs).ok()?;
-        let (Some(reference), Some(actual)) = (reference, values.first()) else {
+        let _ = predicted;
+        // The written order where it is claimed, unless a precision is stated too (the exact
+        // value is then needed; the order claim has its own check).
+        let stated = self.stated_precision();
+        let authored = stated.max_ulp.is_some()
+            || stated.max_absolute.is_some()
+            || stated.max_relative.is_some();
+        let mode = if self.claims_order() && !authored {
+            Mode::Ordered
+        } else {
+            Mode::Bounded
+        };
+        let expected = self
+            .expected(kernel, dtype, sample, inputs, predicted, mode)
+            .ok()?;
+        let named = match self.named_oracle {
+            Some(_) => Some(self.named_values(kernel, sample, inputs).ok()?),
+            None => None,
+        };
+        let Some(expected) = expected else {
+            // No semantics: only a named oracle, held to the stated precision (exactly without).
+            let Some(named) = named else {
+                return Some(Agreement::unchecked());
+            };
+            let want: Vec<Approx> = named.iter().map(|v| Approx::exact(*v)).collect();
+            let worst =
+                self.bounded(kernel, dtype, sample, values.first()?, &want, Some(&named))?;
             return Some(Agreement {
+                checked: true,
                 exact: false,
-                worst: 0.0,
-                flops: None,
+                worst,
+                counts: None,
             });
         };
-        let precision = self.raw.precision.as_ref();
-        let exact = precision
-            .and_then(|p| p.max_ulp.as_ref())
-            .and_then(|m| m.value)
-            == Some(0);
-        let authored = |field: Option<&crate::contract::schema::Nullable<f64>>| {
-            field.and_then(|f| f.as_ref()).and_then(|f| f.value)
+        let mut worst: f64 = 0.0;
+        let mut exact = true;
+        for (output, (got, want)) in values.iter().zip(&expected.outputs).enumerate() {
+            let named = named.as_deref().filter(|_| output == 0);
+            match want {
+                Elements::Ordered(want) => self.ordered(kernel, dtype, sample, got, want)?,
+                Elements::Bounded(want) => {
+                    exact &= want.iter().all(|w| w.error == 0.0);
+                    worst = worst.max(self.bounded(kernel, dtype, sample, got, want, named)?);
+                }
+            }
+        }
+        Some(Agreement {
+            checked: true,
+            exact: exact || mode == Mode::Ordered,
+            worst,
+            counts: Some(expected.counts),
+        })
+    }
+
+    /// Bit for bit the order reference (any NaN matches any NaN).
+    fn ordered(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        got: &[f64],
+        want: &[f64],
+    ) -> Option<()> {
+        let differs = got
+            .iter()
+            .zip(want)
+            .position(|(a, e)| a.to_bits() != e.to_bits() && !(a.is_nan() && e.is_nan()));
+        let Some(at) = differs.or((got.len() != want.len()).then_some(0)) else {
+            return Some(());
         };
-        let max_absolute = authored(precision.map(|p| &p.max_absolute));
-        let max_relative = authored(precision.map(|p| &p.max_relative));
-        let gamma = oracle::gamma(reference.terms + 1, oracle::unit_roundoff(dtype));
-        let slack = (reference.terms as f64 + 2.0) * oracle::smallest_subnormal(dtype);
-        if actual.len() != reference.values.len() {
+        let (g, w) = (
+            got.get(at).copied().unwrap_or(f64::NAN),
+            want.get(at).copied().unwrap_or(f64::NAN),
+        );
+        self.wrong_value(kernel, dtype, sample, at, g, w, Claim::Ordered);
+        None
+    }
+
+    /// Each element within its allowance; the worst error as a fraction of it.
+    fn bounded(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        got: &[f64],
+        want: &[Approx],
+        named: Option<&[f64]>,
+    ) -> Option<f64> {
+        if got.len() != want.len() {
             self.wrong_value(
                 kernel,
                 dtype,
                 sample,
-                actual.len(),
+                got.len(),
                 f64::NAN,
                 f64::NAN,
                 Claim::Exact,
             );
             return None;
         }
+        let stated = self.stated_precision();
         let mut worst: f64 = 0.0;
-        for (index, (&got, &want)) in actual.iter().zip(&reference.values).enumerate() {
-            let error = (got - want).abs();
-            let magnitude = reference.magnitude.get(index).copied().unwrap_or(0.0);
-            let bound = if exact {
-                0.0
-            } else {
-                gamma * magnitude + slack
-            };
-            let within_bound = error <= bound || (got.is_nan() && want.is_nan());
-            // Authored tolerances combine as `allclose` does: `|error| <= atol + rtol * |exact|`.
-            let tolerance = max_absolute.unwrap_or(0.0) + max_relative.unwrap_or(0.0) * want.abs();
-            let within_authored =
-                (max_absolute.is_none() && max_relative.is_none()) || error <= tolerance;
-            let claim = match (within_bound, within_authored) {
-                (true, true) => None,
-                (false, _) if exact => Some(Claim::Exact),
-                (false, _) => Some(Claim::Bound(bound)),
-                (true, false) => Some(Claim::Authored(tolerance)),
-            };
-            if let Some(claim) = claim {
-                self.wrong_value(kernel, dtype, sample, index, got, want, claim);
-                return None;
-            }
-            if bound > 0.0 {
-                worst = worst.max(error / bound);
+        for (index, (&g, w)) in got.iter().zip(want).enumerate() {
+            let reference = named.and_then(|n| n.get(index).copied());
+            match allowance(&stated, dtype, g, w, reference) {
+                Ok(fraction) => worst = worst.max(fraction),
+                Err(claim) => {
+                    let value = reference.unwrap_or(match w.kinds {
+                        Kinds::NAN => f64::NAN,
+                        Kinds::PLUS_INFINITY => f64::INFINITY,
+                        Kinds::MINUS_INFINITY => f64::NEG_INFINITY,
+                        _ => w.value,
+                    });
+                    self.wrong_value(kernel, dtype, sample, index, g, value, claim);
+                    return None;
+                }
             }
         }
-        let exact = exact || reference.terms == 0;
-        let flops = self.flops_within_work(kernel, dtype, sample, predicted, reference.work)?;
-        Some(Agreement {
-            exact,
-            worst,
-            flops,
-        })
+        Some(worst)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -120,29 +206,137 @@ impl Gate<'_> {
                 .find_map(|f| f.as_ref().map(|f| f.span.clone()))
         });
         let ulp_span = precision.and_then(|p| p.max_ulp.as_ref().map(|m| m.span.clone()));
+        let order_span = precision.and_then(|p| p.order.as_ref().map(|o| o.span.clone()));
         let span = match claim {
             Claim::Authored(_) => authored_span.or(ulp_span),
+            Claim::Ordered => order_span,
             _ => ulp_span,
         }
         .unwrap_or_else(|| self.raw.kernel.span.clone());
-        let claim = match claim {
+        let order = precision
+            .and_then(|p| p.order.as_ref())
+            .map_or("as_written", |o| o.value.as_str());
+        let promise = match claim {
             Claim::Exact => "exactly (max_ulp: 0)".to_owned(),
-            Claim::Bound(bound) => format!("within {bound:e} (γ_K·Σ|w·x| in {})", dtype.name()),
+            Claim::Ordered => format!(
+                "bit for bit: the semantics computed in {} in the written order (`order: {order}`)",
+                dtype.name()
+            ),
+            Claim::Bound(bound) => format!(
+                "within {bound:e} (the semantics' error bound in {})",
+                dtype.name()
+            ),
             Claim::Authored(tolerance) => {
                 format!("within {tolerance:e} (max_absolute + max_relative × |exact|)")
             }
+            Claim::Ulps(n, tolerance) => {
+                format!("within {n} ulps of {} ({tolerance:e})", dtype.name())
+            }
+            Claim::Special => "as some order of its sums gives it".to_owned(),
         };
-        let oracle = self.named_oracle.map_or("the oracle's".to_owned(), |n| {
-            format!("`{}`'s", n.kernel.symbol)
-        });
+        let source = match (self.named_oracle, claim) {
+            (Some(n), _) => format!("`{}`'s value is", n.kernel.symbol),
+            (None, Claim::Ordered) => "the semantics in the written order give".to_owned(),
+            (None, _) => "the semantics give".to_owned(),
+        };
         let diagnostic = self.error(
             Code::WrongValue,
             span,
-            format!("`{}` computes {got:e} at output element {index}; {oracle} value is {want:e}, and the contract promises it {claim}", kernel.symbol),
+            format!("`{}` computes {got:e} at output element {index}; {source} {want:e}, and the contract promises it {promise}", kernel.symbol),
         );
         diagnostic.notes.push(sample_note(dtype.name(), sample));
-        diagnostic
-            .help
-            .push("fix the kernel, or state the precision it really has".to_owned());
+        diagnostic.help.push(match claim {
+            Claim::Ordered => "keep the written order (no reassociation, no FMA, no wider accumulator), or drop the claim".to_owned(),
+            Claim::Special => "state what the kernel does with a NaN operand (`precision.nan: propagate` or `ignore`), or fix the kernel".to_owned(),
+            _ => "fix the kernel, or state the precision it really has".to_owned(),
+        });
+    }
+}
+
+/// How far `got` is from `want`, as a fraction of what the contract allows, or the claim it
+/// breaks. `reference`: a named oracle's value, which replaces the exact one.
+fn allowance(
+    stated: &Stated,
+    dtype: DType,
+    got: f64,
+    want: &Approx,
+    reference: Option<f64>,
+) -> Result<f64, Claim> {
+    if !got.is_finite() || !want.finite() {
+        let held = match reference {
+            Some(r) if r.is_nan() => got.is_nan(),
+            Some(r) if !r.is_finite() => got == r,
+            _ => want.admits(got),
+        };
+        return if held { Ok(0.0) } else { Err(Claim::Special) };
+    }
+    let exact = reference.unwrap_or(want.value);
+    let error = (got - exact).abs();
+    let authored = stated.max_absolute.is_some() || stated.max_relative.is_some();
+    match (stated.max_ulp, authored) {
+        (Some(0), _) => {
+            if error == 0.0 {
+                Ok(0.0)
+            } else {
+                Err(Claim::Exact)
+            }
+        }
+        (Some(ulps), _) => {
+            let tolerance = ulps as f64 * ulp(exact, dtype);
+            fraction(error, tolerance).ok_or(Claim::Ulps(ulps, tolerance))
+        }
+        (None, true) => {
+            let tolerance = stated.max_absolute.unwrap_or(0.0)
+                + stated.max_relative.unwrap_or(0.0) * exact.abs();
+            fraction(error, tolerance).ok_or(Claim::Authored(tolerance))
+        }
+        (None, false) => fraction(error, want.error).ok_or(Claim::Bound(want.error)),
+    }
+}
+
+/// `error / allowed` when within it.
+fn fraction(error: f64, allowed: f64) -> Option<f64> {
+    (error <= allowed).then(|| if allowed > 0.0 { error / allowed } else { 0.0 })
+}
+
+/// One unit in the last place of `dtype` at `value` (the spacing of the dtype's values there;
+/// the smallest subnormal's below the normal range).
+pub(super) fn ulp(value: f64, dtype: DType) -> f64 {
+    let (mantissa_bits, min_exponent) = match dtype {
+        DType::F64 => (52, -1022),
+        DType::F32 => (23, -126),
+        DType::BF16 => (7, -126),
+        DType::F16 => (10, -14),
+    };
+    let exponent = if value == 0.0 || !value.is_finite() {
+        min_exponent
+    } else {
+        (value.abs().log2().floor() as i32).max(min_exponent)
+    };
+    2f64.powi(exponent - mantissa_bits)
+}
+
+impl Agreement {
+    /// Nothing was compared: the contract has no semantics and no oracle.
+    fn unchecked() -> Agreement {
+        Agreement {
+            checked: false,
+            exact: false,
+            worst: 0.0,
+            counts: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ulp_is_the_spacing_of_the_dtype_at_a_value() {
+        assert_eq!(ulp(1.0, DType::F32), f64::from(f32::EPSILON));
+        assert_eq!(ulp(1.5, DType::BF16), 2f64.powi(-7));
+        assert_eq!(ulp(0.0, DType::F16), 2f64.powi(-24));
+        assert_eq!(ulp(1e-40, DType::F32), 2f64.powi(-149));
     }
 }

@@ -7,9 +7,10 @@
 //! With the contract's domain at hand the sample is checked to be admitted, the cost formulas
 //! are evaluated on it, and a drift plot is measured for each half-precision dtype.
 
-use super::oracle::{self, Input};
+use super::run::Input;
 use super::run::{Fill, arguments, operands, params};
 use super::sample::{Domain, Param, Sample, Verdict};
+use super::semantic::{Elements, Mode, evaluate};
 use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::{AnyTensor, DType, Operand};
 use std::sync::Arc;
@@ -105,18 +106,6 @@ pub struct Worked {
     pub drift: Vec<Drift>,
 }
 
-/// Picks a readable admitted sample and runs it (without the domain: no designed sample, no
-/// cost values, no drift).
-pub fn example(
-    kernel: &Kernel<'_>,
-    op_kind: &str,
-    dtype: DType,
-    admitted: &[&Sample],
-) -> Option<Worked> {
-    let sample = pick(admitted)?;
-    run_example(kernel, op_kind, dtype, sample)
-}
-
 /// The worked example with the contract's domain: a designed sample when the contract admits
 /// one (else the most readable admitted sample), the cost formulas on it, and a drift plot
 /// for every BF16/F16 kernel of `kernels`.
@@ -132,17 +121,17 @@ pub fn example_in(
     let (mut worked, sample) = designed(op_kind, template)
         .into_iter()
         .filter(|s| admits(s))
-        .find_map(|s| Some((run_example(&kernel, op_kind, dtype, &s)?, s)))
+        .find_map(|s| Some((run_example(&kernel, op_kind, dtype, &s, Some(domain))?, s)))
         .or_else(|| {
             Some((
-                example(&kernel, op_kind, dtype, admitted)?,
+                run_example(&kernel, op_kind, dtype, template, Some(domain))?,
                 template.clone(),
             ))
         })?;
     worked.cost = cost_values(domain, &sample, dtype);
     for &(half, kernel) in kernels {
         if matches!(half, DType::BF16 | DType::F16)
-            && let Some(drift) = drift(&kernel, op_kind, half, template, &admits)
+            && let Some(drift) = drift(domain, &kernel, op_kind, half, template, &admits)
         {
             worked.drift.push(drift);
         }
@@ -155,6 +144,7 @@ fn run_example(
     op_kind: &str,
     dtype: DType,
     sample: &Sample,
+    domain: Option<&Domain<'_>>,
 ) -> Option<Worked> {
     let operands = operands(kernel, sample, dtype, Fill::SmallIntegers).ok()?;
     let mut operands = if op_kind == "MaxPool2D" {
@@ -198,8 +188,29 @@ fn run_example(
         })
         .collect();
     let out_values = output.to_f64_vec();
-    let matches_oracle =
-        oracle::reference(op_kind, &inputs, sample).map(|r| r.values == out_values);
+    let shape: Vec<i64> = output.shape().iter().map(|d| *d as i64).collect();
+    let matches_oracle = domain
+        .and_then(|domain| {
+            evaluate(
+                domain,
+                kernel,
+                dtype,
+                sample,
+                &inputs,
+                &[shape],
+                Mode::Bounded,
+                false,
+            )
+            .ok()
+            .flatten()
+        })
+        .and_then(|(expected, _)| match expected.outputs.first() {
+            Some(Elements::Bounded(want)) => Some(
+                want.len() == out_values.len()
+                    && want.iter().zip(&out_values).all(|(w, g)| w.admits(*g)),
+            ),
+            _ => None,
+        });
     if let Some(text) = &mut layout {
         text.push_str(&format!(
             " → `out`: shape {:?}, strides {:?} (contiguous, row-major)",
@@ -918,13 +929,13 @@ fn reduction_sample(op_kind: &str, template: &Sample, length: i64) -> Option<Sam
 /// Runs the kernel in a half-precision dtype on growing reductions and compares each result
 /// with the exact sum of the same (rounded) operands.
 fn drift(
+    domain: &Domain<'_>,
     kernel: &Kernel<'_>,
     op_kind: &str,
     dtype: DType,
     template: &Sample,
     admits: &dyn Fn(&Sample) -> bool,
 ) -> Option<Drift> {
-    let u = oracle::unit_roundoff(dtype);
     let mut points = Vec::new();
     for &length in DRIFT_LENGTHS {
         let Some(sample) = reduction_sample(op_kind, template, length) else {
@@ -958,18 +969,34 @@ fn drift(
                     })
                 })
                 .collect();
-            let Some(reference) = oracle::reference(op_kind, &inputs, &sample) else {
+            let shape: Vec<i64> = outputs
+                .first()
+                .map(|o| o.shape().iter().map(|d| *d as i64).collect())
+                .unwrap_or_default();
+            let expected = evaluate(
+                domain,
+                kernel,
+                dtype,
+                &sample,
+                &inputs,
+                &[shape],
+                Mode::Bounded,
+                false,
+            );
+            let Some(Elements::Bounded(want)) = expected
+                .ok()
+                .flatten()
+                .and_then(|(e, _)| e.outputs.into_iter().next())
+            else {
                 continue;
             };
-            let (Some(exact), Some(magnitude)) =
-                (reference.values.first(), reference.magnitude.first())
-            else {
+            let Some(exact) = want.first() else {
                 continue;
             };
             let point = DriftPoint {
                 length: usize::try_from(length).unwrap_or(0),
-                error: (got - exact).abs(),
-                bound: oracle::gamma(reference.terms, u) * magnitude,
+                error: (got - exact.value).abs(),
+                bound: exact.error,
             };
             let ratio = |p: &DriftPoint| p.error / p.bound.max(f64::MIN_POSITIVE);
             if worst.as_ref().is_none_or(|w| ratio(&point) > ratio(w)) {
