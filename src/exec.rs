@@ -14,7 +14,9 @@ use crate::dispatch::{OpKind, OpParams};
 use crate::dtype::DType;
 use crate::error::{ExecError, KernelError, KernelErrorKind};
 use crate::fkc::{CONTIGUIZE_INPUTS, CONV_TRANSPOSE2D_INPUTS, CONV2D_INPUTS, OperandDesc};
-use crate::ops::{Conv2dParams, ConvTranspose2dParams, contiguize_any, conv_transpose2d, conv2d};
+use crate::ops::{
+    Conv2dParams, ConvTranspose2dParams, contiguize_any, conv_transpose2d_threaded, conv2d_threaded,
+};
 use crate::tensor::{AnyTensor, Element, RefTensor};
 use crate::view::Operand;
 
@@ -49,6 +51,17 @@ pub fn execute(
     params: &OpParams,
     operands: &[Option<Operand>],
 ) -> Result<Vec<AnyTensor>, ExecError> {
+    execute_threaded(op, params, operands, 1)
+}
+
+/// [`execute`] on `threads` threads (`0` and `1`: the calling thread only); bitwise the same
+/// result whatever the count.
+pub fn execute_threaded(
+    op: OpKind,
+    params: &OpParams,
+    operands: &[Option<Operand>],
+    threads: usize,
+) -> Result<Vec<AnyTensor>, ExecError> {
     if params.op_kind() != op {
         return Err(ExecError::ParamsMismatch {
             op,
@@ -67,10 +80,10 @@ pub fn execute(
         });
     }
     match dtype {
-        DType::F32 => run::<f32>(params, operands),
-        DType::F64 => run::<f64>(params, operands),
-        DType::BF16 => run::<bf16>(params, operands),
-        DType::F16 => run::<f16>(params, operands),
+        DType::F32 => run::<f32>(params, operands, threads),
+        DType::F64 => run::<f64>(params, operands, threads),
+        DType::BF16 => run::<bf16>(params, operands, threads),
+        DType::F16 => run::<f16>(params, operands, threads),
     }
 }
 
@@ -93,6 +106,7 @@ pub fn expected_out_shape(params: &OpParams) -> Result<Option<[usize; 4]>, Kerne
 fn run<T: Element>(
     params: &OpParams,
     operands: &[Option<Operand>],
+    threads: usize,
 ) -> Result<Vec<AnyTensor>, ExecError> {
     let out = match *params {
         OpParams::Conv2D {
@@ -109,7 +123,7 @@ fn run<T: Element>(
             declared("conv2d", "x_shape", &x_shape, x.shape())?;
             declared("conv2d", "w_shape", &w_shape, w.shape())?;
             declared("conv2d", "out_shape", &out_shape, &geometry.out_dims())?;
-            T::wrap(conv2d(x, w, bias, &p)?)
+            T::wrap(conv2d_threaded(x, w, bias, &p, threads)?)
         }
         OpParams::ConvTranspose2D {
             x_shape,
@@ -126,7 +140,7 @@ fn run<T: Element>(
             declared(op, "x_shape", &x_shape, x.shape())?;
             declared(op, "w_shape", &w_shape, w.shape())?;
             declared(op, "out_shape", &out_shape, &geometry.out_dims())?;
-            T::wrap(conv_transpose2d(x, w, &p)?)
+            T::wrap(conv_transpose2d_threaded(x, w, &p, threads)?)
         }
         OpParams::Contiguize => {
             let x = operands

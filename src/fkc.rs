@@ -84,6 +84,43 @@ pub const MAX_POOL2D_FIELDS: &[FieldDesc] = &[
     },
 ];
 
+/// The thread count of a threaded variant.
+const THREADS: FieldDesc = FieldDesc {
+    name: "threads",
+    kind: ParamKind::Usize,
+    shape_of: None,
+    doc: "threads to split the work over (0 and 1: the calling thread only); bitwise the same result whatever the count",
+};
+
+/// `max_pool2d_threaded` parameters: `max_pool2d`'s and `threads`.
+pub const MAX_POOL2D_THREADED_FIELDS: &[FieldDesc] =
+    &[MAX_POOL2D_FIELDS[0], MAX_POOL2D_FIELDS[1], THREADS];
+
+/// `conv2d_threaded` parameters: `OpParams::Conv2D`'s fields and `threads`.
+pub const CONV2D_THREADED_FIELDS: &[FieldDesc] = &[
+    CONV2D_FIELDS[0],
+    CONV2D_FIELDS[1],
+    CONV2D_FIELDS[2],
+    CONV2D_FIELDS[3],
+    CONV2D_FIELDS[4],
+    CONV2D_FIELDS[5],
+    CONV2D_FIELDS[6],
+    THREADS,
+];
+
+/// `conv_transpose2d_threaded` parameters: `OpParams::ConvTranspose2D`'s fields and `threads`.
+pub const CONV_TRANSPOSE2D_THREADED_FIELDS: &[FieldDesc] = &[
+    CONV_TRANSPOSE2D_FIELDS[0],
+    CONV_TRANSPOSE2D_FIELDS[1],
+    CONV_TRANSPOSE2D_FIELDS[2],
+    CONV_TRANSPOSE2D_FIELDS[3],
+    CONV_TRANSPOSE2D_FIELDS[4],
+    CONV_TRANSPOSE2D_FIELDS[5],
+    CONV_TRANSPOSE2D_FIELDS[6],
+    CONV_TRANSPOSE2D_FIELDS[7],
+    THREADS,
+];
+
 const OUT: &[&str] = &["out"];
 
 /// One `KernelRef` for the `ops` function `$function`, whose name is the symbol's last segment.
@@ -110,7 +147,8 @@ const CONTIG: Option<&str> = Some(OpKind::Contiguize.name());
 
 /// Every wired entry point. A kernel has a symbol for exactly the dtypes it runs:
 /// `conv2d` and `conv_transpose2d` F32/F64 (what the executor admits); `conv2d_simple`,
-/// `max_pool2d` and `contiguize` all four.
+/// `max_pool2d` and `contiguize` all four; the threaded variants (`threads` one more field,
+/// no op kind of their own) as their one-thread kernels.
 #[rustfmt::skip]
 pub static ENTRY_POINTS: &[KernelRef] = &[
     kernel_ref!("conv2d", conv2d_f32, F32, CONV2D, CONV2D_INPUTS, CONV2D_FIELDS),
@@ -129,6 +167,14 @@ pub static ENTRY_POINTS: &[KernelRef] = &[
     kernel_ref!("contiguize", contiguize_f64, F64, CONTIG, CONTIGUIZE_INPUTS, &[]),
     kernel_ref!("contiguize", contiguize_bf16, BF16, CONTIG, CONTIGUIZE_INPUTS, &[]),
     kernel_ref!("contiguize", contiguize_f16, F16, CONTIG, CONTIGUIZE_INPUTS, &[]),
+    kernel_ref!("conv2d_threaded", conv2d_threaded_f32, F32, None, CONV2D_INPUTS, CONV2D_THREADED_FIELDS),
+    kernel_ref!("conv2d_threaded", conv2d_threaded_f64, F64, None, CONV2D_INPUTS, CONV2D_THREADED_FIELDS),
+    kernel_ref!("conv_transpose2d_threaded", conv_transpose2d_threaded_f32, F32, None, CONV_TRANSPOSE2D_INPUTS, CONV_TRANSPOSE2D_THREADED_FIELDS),
+    kernel_ref!("conv_transpose2d_threaded", conv_transpose2d_threaded_f64, F64, None, CONV_TRANSPOSE2D_INPUTS, CONV_TRANSPOSE2D_THREADED_FIELDS),
+    kernel_ref!("max_pool2d_threaded", max_pool2d_threaded_f32, F32, None, MAX_POOL2D_INPUTS, MAX_POOL2D_THREADED_FIELDS),
+    kernel_ref!("max_pool2d_threaded", max_pool2d_threaded_f64, F64, None, MAX_POOL2D_INPUTS, MAX_POOL2D_THREADED_FIELDS),
+    kernel_ref!("max_pool2d_threaded", max_pool2d_threaded_bf16, BF16, None, MAX_POOL2D_INPUTS, MAX_POOL2D_THREADED_FIELDS),
+    kernel_ref!("max_pool2d_threaded", max_pool2d_threaded_f16, F16, None, MAX_POOL2D_INPUTS, MAX_POOL2D_THREADED_FIELDS),
 ];
 
 /// The reference backend as a provider: its link registry with its op kinds, carriers and
@@ -147,6 +193,7 @@ pub static REGISTRY: Registry = Registry {
     variants: OP_PARAMS_VARIANTS,
     entry_points: ENTRY_POINTS,
     executor: Some(execute_by_name),
+    levels: Some(crate::ops::simd::levels),
 };
 
 /// The executor behind the protocol's `execute`: the op kind and carrier by name.
@@ -197,6 +244,6 @@ mod tests {
             }
         }
         assert!(entry_point("fuel_reference_backend::ops::conv2d_bf16").is_none());
-        assert_eq!(ENTRY_POINTS.len(), 16);
+        assert_eq!(ENTRY_POINTS.len(), 24);
     }
 }

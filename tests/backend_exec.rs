@@ -311,6 +311,12 @@ fn conv_transpose2d_executes_and_checks_its_params() {
 fn sample_call(kernel: &str, dtype: DType) -> (Vec<Option<Operand>>, ParamValues) {
     let op = |shape: &[usize]| Some(Operand::contiguous(any(dtype, shape, &arange(shape))));
     let mut v = ParamValues::new();
+    // A threaded variant takes its kernel's operands and values and a thread count.
+    if let Some(single) = kernel.strip_suffix("_threaded") {
+        let (ops, mut v) = sample_call(single, dtype);
+        v.insert("threads".into(), ParamValue::Usize(3));
+        return (ops, v);
+    }
     let ops = match kernel {
         "conv2d" => {
             v.insert("stride".into(), ParamValue::Pair(1, 1));

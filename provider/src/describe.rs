@@ -75,6 +75,19 @@ pub struct Description {
     pub variants: Vec<VariantInfo>,
     /// Whether the provider has an executor (the protocol's `execute`).
     pub executor: bool,
+    /// The instruction-set levels the provider can run a call at (each with whether this
+    /// machine runs it); empty when it picks its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelInfo>,
+}
+
+/// One instruction-set level, as the description lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelInfo {
+    /// Its name, e.g. `"x86-v4"`, `"x86-v3"`, `"scalar"`.
+    pub name: String,
+    /// Whether this machine runs it.
+    pub runs_here: bool,
 }
 
 impl Description {
@@ -142,6 +155,18 @@ impl From<&Registry> for Description {
             op_kinds: r.op_kinds.iter().map(|k| (*k).to_owned()).collect(),
             variants: r.variants.iter().map(VariantInfo::from).collect(),
             executor: r.executor.is_some(),
+            levels: r
+                .levels
+                .map(|levels| {
+                    levels()
+                        .into_iter()
+                        .map(|level| LevelInfo {
+                            name: level.name.to_owned(),
+                            runs_here: level.runs_here,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 }

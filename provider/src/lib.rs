@@ -60,6 +60,7 @@
 //!         call: relu,
 //!     }],
 //!     executor: None,
+//!     levels: None,
 //! };
 //!
 //! // What mdbook-fkc does over the protocol, here in process:
@@ -69,6 +70,7 @@
 //!     symbol: "my_backend::relu_f32".into(),
 //!     operands: encode_operands(&[Some(Operand::contiguous(x))]),
 //!     params: ParamValues::new(),
+//!     level: None,
 //! };
 //! let response = respond(&REGISTRY, Request { id: 1, method: call });
 //! let Answer::Outputs(outputs) = response.answer else { panic!("{response:?}") };
@@ -87,6 +89,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod call;
 pub mod describe;
 pub mod dtype;
 pub mod error;
@@ -97,7 +100,7 @@ pub mod shape;
 pub mod tensor;
 pub mod view;
 
-pub use describe::{Description, EntryPointInfo, FieldInfo, OperandInfo, VariantInfo};
+pub use describe::{Description, EntryPointInfo, FieldInfo, LevelInfo, OperandInfo, VariantInfo};
 pub use dtype::DType;
 pub use error::{KernelError, KernelErrorKind, Rejection, TensorError};
 pub use protocol::{PROTOCOL_VERSION, serve};

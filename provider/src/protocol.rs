@@ -124,6 +124,10 @@ pub enum Method {
         operands: Vec<Option<WireOperand>>,
         /// Parameter values by field name.
         params: ParamValues,
+        /// The instruction-set level to run at (one of the description's `levels`); absent:
+        /// the provider's own choice.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<String>,
     },
     /// Runs an op kind through the provider's executor.
     Execute {
@@ -162,7 +166,11 @@ pub struct Hello {
 /// ```
 /// use fkc_provider::protocol::{Answer, Response};
 ///
-/// let response = Response { id: Some(3), answer: Answer::Panicked { message: "boom".into() } };
+/// let response = Response {
+///     id: Some(3),
+///     answer: Answer::Panicked { message: "boom".into() },
+///     paths: Vec::new(),
+/// };
 /// let line = serde_json::to_string(&response)?;
 /// assert_eq!(line, r#"{"id":3,"panicked":{"message":"boom"}}"#);
 /// assert_eq!(serde_json::from_str::<Response>(&line)?, response);
@@ -178,6 +186,10 @@ pub struct Response {
     /// The answer (one of its variants' names is the message's other field).
     #[serde(flatten)]
     pub answer: Answer,
+    /// The code paths a call's kernel said it took ([`crate::call::took`]), sorted; empty
+    /// (and left out of the message) otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
 }
 
 /// What a provider answers.
@@ -331,21 +343,24 @@ fn decode_operands(operands: &[Option<WireOperand>]) -> Result<Vec<Option<Operan
 /// use fkc_provider::protocol::{respond, Answer, Method, Request};
 /// # static REGISTRY: fkc_provider::Registry = fkc_provider::Registry {
 /// #     name: "demo", path: "demo::REGISTRY", crate_name: "demo", revision: "1",
-/// #     op_kinds: &[], variants: &[], entry_points: &[], executor: None };
+/// #     op_kinds: &[], variants: &[], entry_points: &[], executor: None, levels: None };
 ///
 /// let answer = respond(&REGISTRY, Request { id: 1, method: Method::Describe });
 /// assert_eq!(answer.id, Some(1));
 /// assert!(matches!(answer.answer, Answer::Description(_)));
 /// ```
 pub fn respond(registry: &Registry, request: Request) -> Response {
+    let (answer, paths) = answer(registry, request.method);
     Response {
         id: Some(request.id),
-        answer: answer(registry, request.method),
+        answer,
+        paths,
     }
 }
 
-fn answer(registry: &Registry, method: Method) -> Answer {
-    match method {
+/// The answer to `method`, and the paths a call took.
+fn answer(registry: &Registry, method: Method) -> (Answer, Vec<String>) {
+    let answer = match method {
         Method::Handshake { .. } => Answer::Hello(Hello {
             build: crate::identity::own_binary().map(str::to_owned),
             ..Hello::of(registry)
@@ -355,8 +370,13 @@ fn answer(registry: &Registry, method: Method) -> Answer {
             symbol,
             operands,
             params,
+            level,
         } => match registry.entry_point(&symbol) {
-            Some(kernel) => run(&operands, |ops| (kernel.call)(ops, &params)),
+            Some(kernel) => {
+                return crate::call::record(level.as_deref(), || {
+                    run(&operands, |ops| (kernel.call)(ops, &params))
+                });
+            }
             None => Answer::Rejected(Rejection::new(
                 KernelErrorKind::UnknownOp,
                 format!("no entry point `{symbol}` in {}", registry.path),
@@ -372,7 +392,8 @@ fn answer(registry: &Registry, method: Method) -> Answer {
                 message: format!("{} has no executor", registry.name),
             },
         },
-    }
+    };
+    (answer, Vec::new())
 }
 
 /// Decodes the operands, runs `call` catching a panic, and encodes what it returned.
@@ -407,7 +428,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// ```no_run
 /// # static REGISTRY: fkc_provider::Registry = fkc_provider::Registry {
 /// #     name: "demo", path: "demo::REGISTRY", crate_name: "demo", revision: "1",
-/// #     op_kinds: &[], variants: &[], entry_points: &[], executor: None };
+/// #     op_kinds: &[], variants: &[], entry_points: &[], executor: None, levels: None };
 /// fn main() -> std::process::ExitCode {
 ///     fkc_provider::serve(&REGISTRY)
 /// }
@@ -427,7 +448,7 @@ pub fn serve(registry: &Registry) -> std::process::ExitCode {
 /// ```
 /// # static REGISTRY: fkc_provider::Registry = fkc_provider::Registry {
 /// #     name: "demo", path: "demo::REGISTRY", crate_name: "demo", revision: "1",
-/// #     op_kinds: &[], variants: &[], entry_points: &[], executor: None };
+/// #     op_kinds: &[], variants: &[], entry_points: &[], executor: None, levels: None };
 /// let mut answers = Vec::new();
 /// fkc_provider::protocol::serve_on(&REGISTRY, &b"{\"id\":4,\"method\":\"describe\"}\n"[..], &mut answers)?;
 /// assert!(String::from_utf8_lossy(&answers).starts_with(r#"{"id":4,"description":"#));
@@ -468,6 +489,7 @@ fn unreadable(line: &str, error: &serde_json::Error) -> Response {
         .ok()
         .and_then(|only| only.id);
     Response {
+        paths: Vec::new(),
         id,
         answer: Answer::Error {
             message: format!("not a protocol {PROTOCOL_VERSION} request: {error}"),
@@ -526,6 +548,7 @@ mod tests {
             },
         ],
         executor: None,
+        levels: None,
     };
 
     fn reversed_bf16() -> Operand {
@@ -558,11 +581,13 @@ mod tests {
             symbol: "test::negate_bf16".to_owned(),
             operands: encode_operands(&[Some(reversed_bf16())]),
             params: ParamValues::new(),
+            level: None,
         };
         let panics = Method::Call {
             symbol: "test::explode_f32".to_owned(),
             operands: Vec::new(),
             params: ParamValues::new(),
+            level: None,
         };
         let mut input = String::new();
         let methods = [
@@ -664,9 +689,10 @@ mod tests {
             symbol: "test::nothing".to_owned(),
             operands: Vec::new(),
             params: ParamValues::new(),
+            level: None,
         };
         assert!(matches!(
-            answer(&REGISTRY, call),
+            answer(&REGISTRY, call).0,
             Answer::Rejected(Rejection {
                 kind: KernelErrorKind::UnknownOp,
                 ..
@@ -677,6 +703,6 @@ mod tests {
             operands: Vec::new(),
             params: ParamValues::new(),
         };
-        assert!(matches!(answer(&REGISTRY, execute), Answer::Error { .. }));
+        assert!(matches!(answer(&REGISTRY, execute).0, Answer::Error { .. }));
     }
 }

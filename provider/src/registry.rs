@@ -212,6 +212,9 @@ pub struct Registry {
     pub entry_points: &'static [KernelRef],
     /// The provider's executor, if it has one: it must refuse what it does not route.
     pub executor: Option<ExecuteFn>,
+    /// The instruction-set levels its kernels dispatch to, if it can run a call at a chosen
+    /// one ([`crate::call::level`]); `None`: each kernel picks its own.
+    pub levels: Option<crate::call::LevelsFn>,
 }
 
 impl Registry {

@@ -300,6 +300,7 @@ fn conv2d_run<T: Element>(
     if let Some(out) = tile::run(&gather(&g), x, weight, bias, threads) {
         return Ok(RefTensor::from_vec(out, &out_dims)?);
     }
+    fkc_provider::call::took("conv2d.scalar-fallback");
     let plane = g.out_height * g.out_width;
     let mut out = zeroed_vec::<T>(g.batch * g.out_channels * plane)?;
     for (image, out_image) in out.chunks_exact_mut(g.out_channels * plane).enumerate() {

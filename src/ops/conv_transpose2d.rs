@@ -293,6 +293,7 @@ pub fn conv_transpose2d_threaded<T: Element>(
     {
         return Ok(RefTensor::from_vec(out, &out_dims)?);
     }
+    fkc_provider::call::took("conv_transpose2d.scatter-fallback");
     let plane = g.out_height * g.out_width;
     let mut out = zeroed_vec::<T>(g.batch * g.out_channels * plane)?;
     for (n, out_image) in out.chunks_exact_mut(g.out_channels * plane).enumerate() {

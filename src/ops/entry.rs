@@ -13,11 +13,16 @@ use half::{bf16, f16};
 
 use crate::dispatch::{OpKind, OpParams, ParamValue, ParamValues, Reader, VariantDesc, variant};
 use crate::error::{ExecError, KernelError, KernelErrorKind};
-use crate::exec::{execute, expected_out_shape, operand_descs, three, typed_operands};
-use crate::fkc::{
-    CONV2D_SIMPLE_FIELDS, CONV2D_SIMPLE_INPUTS, MAX_POOL2D_FIELDS, MAX_POOL2D_INPUTS, OperandDesc,
+use crate::exec::{
+    execute, execute_threaded, expected_out_shape, operand_descs, three, typed_operands,
 };
-use crate::ops::{Conv2dSimpleParams, MaxPool2dParams, conv2d_simple, max_pool2d};
+use crate::fkc::{
+    CONV2D_SIMPLE_FIELDS, CONV2D_SIMPLE_INPUTS, MAX_POOL2D_FIELDS, MAX_POOL2D_INPUTS,
+    MAX_POOL2D_THREADED_FIELDS, OperandDesc,
+};
+use crate::ops::{
+    Conv2dSimpleParams, MaxPool2dParams, conv2d_simple, max_pool2d, max_pool2d_threaded,
+};
 use crate::tensor::{AnyTensor, Element};
 use crate::view::Operand;
 
@@ -163,6 +168,57 @@ fn max_pool2d_entry<T: Element>(
     Ok(vec![T::wrap(max_pool2d(x, &params)?)])
 }
 
+/// Entry for an op-kind kernel in dtype `T` on `threads` threads (the `threads` field; the
+/// others as [`op_kind_entry`]'s).
+fn threaded_entry<T: Element>(
+    op: OpKind,
+    operands: &[Option<Operand>],
+    values: &ParamValues,
+) -> Result<Vec<AnyTensor>, ExecError> {
+    let mut values = values.clone();
+    let threads = match values.remove("threads") {
+        Some(ParamValue::Usize(threads)) => threads,
+        _ => {
+            return Err(KernelError::new(
+                op.kernel_name(),
+                KernelErrorKind::BadParams,
+                "`threads` (a usize) is required",
+            )
+            .into());
+        }
+    };
+    let descs = operand_descs(op);
+    crate::exec::check_arity(op.kernel_name(), descs, operands)?;
+    require_dtype::<T>(op.kernel_name(), descs, operands)?;
+    let params = complete_params(op, descs, operands, &values)?;
+    execute_threaded(op, &params, operands, threads)
+}
+
+fn max_pool2d_threaded_entry<T: Element>(
+    operands: &[Option<Operand>],
+    values: &ParamValues,
+) -> Result<Vec<AnyTensor>, ExecError> {
+    let ops = typed_operands::<T>("max_pool2d", MAX_POOL2D_INPUTS, operands)?;
+    let r = reader(&MAX_POOL2D_THREADED_VARIANT, values)?;
+    let params = MaxPool2dParams {
+        kernel_size: r.usize("kernel_size")?,
+        stride: r.usize("stride")?,
+    };
+    let [x, _, _] = three(&ops);
+    let x = x.ok_or_else(|| missing("max_pool2d"))?;
+    Ok(vec![T::wrap(max_pool2d_threaded(
+        x,
+        &params,
+        r.usize("threads")?,
+    )?)])
+}
+
+const MAX_POOL2D_THREADED_VARIANT: VariantDesc = VariantDesc {
+    variant: "max_pool2d_threaded",
+    op_kind: None,
+    fields: MAX_POOL2D_THREADED_FIELDS,
+};
+
 fn missing(op: &'static str) -> ExecError {
     KernelError::new(
         op,
@@ -199,4 +255,12 @@ entry_points! {
     max_pool2d_f64 = max_pool2d_entry::<f64>;
     max_pool2d_bf16 = max_pool2d_entry::<bf16>;
     max_pool2d_f16 = max_pool2d_entry::<f16>;
+    conv2d_threaded_f32 = |o, v| threaded_entry::<f32>(OpKind::Conv2D, o, v);
+    conv2d_threaded_f64 = |o, v| threaded_entry::<f64>(OpKind::Conv2D, o, v);
+    conv_transpose2d_threaded_f32 = |o, v| threaded_entry::<f32>(OpKind::ConvTranspose2D, o, v);
+    conv_transpose2d_threaded_f64 = |o, v| threaded_entry::<f64>(OpKind::ConvTranspose2D, o, v);
+    max_pool2d_threaded_f32 = max_pool2d_threaded_entry::<f32>;
+    max_pool2d_threaded_f64 = max_pool2d_threaded_entry::<f64>;
+    max_pool2d_threaded_bf16 = max_pool2d_threaded_entry::<bf16>;
+    max_pool2d_threaded_f16 = max_pool2d_threaded_entry::<f16>;
 }

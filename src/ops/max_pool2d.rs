@@ -111,6 +111,7 @@ pub fn max_pool2d_threaded<T: Element>(
     if let Some(out) = pool_fast::run(&geometry, x, threads) {
         return Ok(RefTensor::from_vec(out, &out_dims)?);
     }
+    fkc_provider::call::took("max_pool2d.scalar-fallback");
     let mut out = Vec::with_capacity(x.data().len() / (height * width) * out_height * out_width);
     for plane in x.data().chunks_exact(height * width) {
         for oh in 0..out_height {

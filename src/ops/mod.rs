@@ -14,7 +14,7 @@ pub mod conv_transpose2d;
 mod entry;
 pub mod max_pool2d;
 mod pool_fast;
-mod simd;
+pub(crate) mod simd;
 mod tile;
 
 pub use common::max_step;

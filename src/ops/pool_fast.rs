@@ -14,10 +14,10 @@
 use std::any::Any;
 
 use half::{bf16, f16};
-use pulp::{Arch, Simd, WithSimd};
+use pulp::{Simd, WithSimd};
 
 use crate::ops::common::max_step;
-use crate::ops::simd::Lane;
+use crate::ops::simd::{Lane, arch, in_call};
 use crate::tensor::{Element, RefTensor};
 
 /// A validated pooling geometry (one plane).
@@ -173,7 +173,7 @@ fn pool<A: Lane + Element>(g: &PoolGeometry, x: &[A], threads: usize) -> Option<
         .zip(&mut scratches);
     if threads == 1 {
         for ((x, out), scratch) in runs {
-            Arch::new().dispatch(Pool {
+            arch().dispatch(Pool {
                 g,
                 reduced_len,
                 x,
@@ -182,15 +182,20 @@ fn pool<A: Lane + Element>(g: &PoolGeometry, x: &[A], threads: usize) -> Option<
             });
         }
     } else {
+        fkc_provider::call::took("pool.threads");
+        let context = fkc_provider::call::current();
         std::thread::scope(|scope| {
             for ((x, out), scratch) in runs {
+                let context = context.as_ref();
                 scope.spawn(move || {
-                    Arch::new().dispatch(Pool {
-                        g,
-                        reduced_len,
-                        x,
-                        out,
-                        scratch,
+                    in_call(context, || {
+                        arch().dispatch(Pool {
+                            g,
+                            reduced_len,
+                            x,
+                            out,
+                            scratch,
+                        })
                     })
                 });
             }
@@ -266,8 +271,13 @@ fn reduce_columns<S: Simd, A: Lane + Element>(
         }
         j0 += UNROLL * lanes;
     }
+    if j0 > 0 {
+        fkc_provider::call::took("pool.unrolled");
+    }
+    let (mut single, mut by_lane) = (false, false);
     while j0 < positions {
         if fits(j0, 1) {
+            single = true;
             let at = |c: usize| A::load::<S>(&x[start + j0 + c..]);
             let mut m = at(0);
             for c in 1..g.kernel {
@@ -275,12 +285,19 @@ fn reduce_columns<S: Simd, A: Lane + Element>(
             }
             A::store(s, &mut row[j0..], m);
         } else {
+            by_lane = true;
             for j in j0..positions.min(j0 + lanes) {
                 let window = &x[start + j..][..g.kernel];
                 row[j] = window[1..].iter().fold(window[0], |m, &v| max_step(m, v));
             }
         }
         j0 += lanes;
+    }
+    if single {
+        fkc_provider::call::took("pool.one-vector");
+    }
+    if by_lane {
+        fkc_provider::call::took("pool.lane-tail"); // the row's last loads would run past `x`
     }
 }
 
@@ -320,6 +337,7 @@ fn reduce_rows<S: Simd, A: Lane>(
         j0 += lanes;
     }
     if g.stride > 1 {
+        fkc_provider::call::took("pool.strided-pick");
         for (o, positions) in out_row.iter_mut().zip(picked.chunks_exact(g.stride)) {
             *o = positions[0];
         }

@@ -12,7 +12,72 @@
 //! NaN quieted with its payload truncated), checked against it on every special value and, in
 //! an ignored test, on all 2³² inputs.
 
-use pulp::Simd;
+use pulp::{Arch, Simd};
+
+/// The instruction-set levels the fast kernels dispatch to, best first, and whether this
+/// machine runs each (the registry's [`fkc_provider::Registry::levels`]).
+pub fn levels() -> Vec<fkc_provider::call::Level> {
+    use fkc_provider::call::Level;
+    #[cfg(target_arch = "x86_64")]
+    {
+        vec![
+            Level {
+                name: "x86-v4",
+                runs_here: pulp::x86::V4::try_new().is_some(),
+            },
+            Level {
+                name: "x86-v3",
+                runs_here: pulp::x86::V3::try_new().is_some(),
+            },
+            Level {
+                name: "scalar",
+                runs_here: true,
+            },
+        ]
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        vec![Level {
+            name: "scalar",
+            runs_here: true,
+        }]
+    }
+}
+
+/// The instruction set to run at: the level the current call asks for (when this machine has
+/// it), else the best one available. The level that runs is reported as a path.
+pub(crate) fn arch() -> Arch {
+    let arch = match fkc_provider::call::level().as_deref() {
+        Some("scalar") => Arch::Scalar,
+        #[cfg(target_arch = "x86_64")]
+        Some("x86-v3") => pulp::x86::V3::try_new().map_or_else(Arch::new, Arch::V3),
+        #[cfg(target_arch = "x86_64")]
+        Some("x86-v4") => pulp::x86::V4::try_new().map_or_else(Arch::new, Arch::V4),
+        _ => Arch::new(),
+    };
+    fkc_provider::call::took(match arch {
+        Arch::Scalar => "level.scalar",
+        #[cfg(target_arch = "x86_64")]
+        Arch::V3(_) => "level.x86-v3",
+        #[cfg(target_arch = "x86_64")]
+        Arch::V4(_) => "level.x86-v4",
+        #[allow(unreachable_patterns)]
+        _ => "level.other",
+    });
+    arch
+}
+
+/// Runs `f` on a worker thread as part of the current call (so its paths are reported and it
+/// runs at the call's level).
+pub(crate) fn in_call<R>(
+    context: Option<&fkc_provider::call::Context>,
+    f: impl FnOnce() -> R,
+) -> R {
+    match context {
+        Some(context) => context.enter(f),
+        None => f(),
+    }
+}
 
 /// An accumulator element type and its vector operations under a `pulp` token.
 pub(crate) trait Lane: Copy + Default + num_traits::Float + Send + Sync + 'static {

@@ -32,9 +32,9 @@ use std::any::Any;
 use std::ops::Range;
 
 use half::{bf16, f16};
-use pulp::{Arch, Simd, WithSimd};
+use pulp::{Simd, WithSimd};
 
-use crate::ops::simd::{Exact32, Exact64, Lane, RoundBf16, RoundF16, Rounding};
+use crate::ops::simd::{Exact32, Exact64, Lane, RoundBf16, RoundF16, Rounding, arch, in_call};
 use crate::tensor::{Element, RefTensor};
 
 /// One kernel column tap of a column phase: output `j` of the phase reads
@@ -364,6 +364,12 @@ fn run_typed<E: Fast>(
     let scratch_len = if whole.is_some() { 0 } else { scratch_len };
     let weights = packed_weights(g, w);
     let bias: Option<Vec<Acc<E>>> = bias.map(|b| b.iter().map(|&v| v.widen()).collect());
+    if bias.is_some() {
+        fkc_provider::call::took("tile.bias");
+    }
+    if whole.is_some() {
+        fkc_provider::call::took("tile.half-padded-once");
+    }
     let plane = g.out_height * g.out_width;
     let mut out = crate::shape::zeroed_vec::<Acc<E>>(g.batch * g.out_channels * plane).ok()?;
     let tile = max_channel_tile::<E::R>();
@@ -402,20 +408,24 @@ fn run_typed<E: Fast>(
         scratches.push(crate::shape::zeroed_vec::<Acc<E>>(scratch_len).ok()?);
     }
     if let [scratch] = scratches.as_mut_slice() {
-        Arch::new().dispatch(Work::<E> {
+        arch().dispatch(Work::<E> {
             job: &job,
             items: &mut items,
             scratch,
         });
     } else {
+        fkc_provider::call::took("tile.threads");
+        let context = fkc_provider::call::current();
         std::thread::scope(|scope| {
             for (chunk, scratch) in items.chunks_mut(per).zip(&mut scratches) {
-                let job = &job;
+                let (job, context) = (&job, context.as_ref());
                 scope.spawn(move || {
-                    Arch::new().dispatch(Work::<E> {
-                        job,
-                        items: chunk,
-                        scratch,
+                    in_call(context, || {
+                        arch().dispatch(Work::<E> {
+                            job,
+                            items: chunk,
+                            scratch,
+                        })
                     });
                 });
             }
@@ -485,7 +495,13 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
         // Per phase: the vectors per tile and, per tile, per tap, per vector, the lane mask.
         let mut shapes = Vec::with_capacity(g.plan.cols.len());
         let mut masks = Vec::new();
+        if g.plan.out_step != 1 {
+            fkc_provider::call::took("tile.strided-store"); // output columns a phase apart
+        }
         for phase in &g.plan.cols {
+            if phase.count % lanes != 0 {
+                fkc_provider::call::took("tile.tail"); // a last vector with masked lanes
+            }
             let blocks = phase.count.div_ceil(lanes);
             let nv = if blocks >= 4 && max_nv >= 4 {
                 4
@@ -502,6 +518,9 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
                         let jb = j0 + v * lanes;
                         let start = tap.valid.start.saturating_sub(jb);
                         let end = tap.valid.end.saturating_sub(jb);
+                        if start > 0 || (end < lanes && jb + lanes <= phase.count) {
+                            fkc_provider::call::took("tile.padding-masked");
+                        }
                         masks.push(<Acc<E>>::mask_between(s, start, end));
                     }
                 }
@@ -545,17 +564,18 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
                         plan: &tile.plan,
                         lanes,
                     };
+                    let took = fkc_provider::call::took;
                     match (item.count, tile.rows, nv) {
-                        (4, _, 4) => ctx.tiles::<E::R, 4, 1, 4>(item),
-                        (4, _, 2) => ctx.tiles::<E::R, 4, 1, 2>(item),
-                        (4, _, _) => ctx.tiles::<E::R, 4, 1, 1>(item),
-                        (_, 4, 4) => ctx.tiles::<E::R, 1, 4, 4>(item),
-                        (_, 4, 2) => ctx.tiles::<E::R, 1, 4, 2>(item),
-                        (_, 4, _) => ctx.tiles::<E::R, 1, 4, 1>(item),
-                        (_, _, 4) => ctx.one_row::<E::R, 4>(item),
-                        (_, _, 2) => ctx.one_row::<E::R, 2>(item),
-                        _ => ctx.one_row::<E::R, 1>(item),
-                    }
+                        (4, _, 4) => (took("tile.4ch.4v"), ctx.tiles::<E::R, 4, 1, 4>(item)),
+                        (4, _, 2) => (took("tile.4ch.2v"), ctx.tiles::<E::R, 4, 1, 2>(item)),
+                        (4, _, _) => (took("tile.4ch.1v"), ctx.tiles::<E::R, 4, 1, 1>(item)),
+                        (_, 4, 4) => (took("tile.4rows.4v"), ctx.tiles::<E::R, 1, 4, 4>(item)),
+                        (_, 4, 2) => (took("tile.4rows.2v"), ctx.tiles::<E::R, 1, 4, 2>(item)),
+                        (_, 4, _) => (took("tile.4rows.1v"), ctx.tiles::<E::R, 1, 4, 1>(item)),
+                        (_, _, 4) => (took("tile.row.4v"), ctx.one_row::<E::R, 4>(item)),
+                        (_, _, 2) => (took("tile.row.2v"), ctx.one_row::<E::R, 2>(item)),
+                        _ => (took("tile.row.1v"), ctx.one_row::<E::R, 1>(item)),
+                    };
                 }
             }
         }

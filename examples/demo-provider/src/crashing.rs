@@ -63,6 +63,7 @@ pub static REGISTRY: Registry = Registry {
         ),
     ],
     executor: None,
+    levels: None,
 };
 
 type Outputs = Result<Vec<AnyTensor>, Rejection>;

@@ -69,6 +69,7 @@ pub static REGISTRY: Registry = Registry {
         ),
     ],
     executor: None,
+    levels: None,
 };
 
 /// One entry point of the demo's registries.

@@ -59,6 +59,7 @@ pub static REGISTRY: Registry = Registry {
         ),
     ],
     executor: None,
+    levels: None,
 };
 
 fn elementwise(

@@ -528,6 +528,7 @@ mod tests {
         for (name, check) in [
             ("order", Check::Order),
             ("special", Check::Special),
+            ("conditioning", Check::Conditioning),
             ("layout", Check::Layout),
             ("undeclared", Check::Undeclared),
             ("required", Check::Required),

@@ -108,6 +108,15 @@ pub struct RawOutput {
     pub aliasing: Option<Located<String>>,
 }
 
+/// One entry of `caps.paths`: a code path the kernel reports, reached in every listed dtype
+/// (every declared one when none is listed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawPath {
+    pub name: Located<String>,
+    pub dtypes: Vec<Located<DType>>,
+    pub note: Option<Located<String>>,
+}
+
 /// One entry of `caps.fast_paths`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawFastPath {
@@ -120,6 +129,8 @@ pub struct RawFastPath {
 pub struct RawCaps {
     pub awkward_layout_strategy: Option<Located<String>>,
     pub fast_paths: Vec<RawFastPath>,
+    /// The code paths the kernel reports (`fkc_provider::call::took`) that the gate must reach.
+    pub paths: Vec<RawPath>,
     pub in_place: Option<Located<bool>>,
     pub alignment_bytes: Option<Located<u64>>,
     pub access_granularity_bits: Option<Located<u64>>,
@@ -158,6 +169,12 @@ pub struct RawPrecision {
     pub order: Option<Located<String>>,
     /// `nan: propagate | ignore`: what a NaN operand does to a result.
     pub nan: Option<Located<String>>,
+    /// What bits a NaN output may have where the contract claims bits: `canonical`,
+    /// `propagate` (an input NaN's, quieted), `either` (the default) or `any`.
+    pub nan_bits: Option<Located<String>>,
+    /// Op-params the outputs' bits do not depend on (a thread count): each sample runs again
+    /// with each of them 1, bit for bit the same.
+    pub independent_of: Vec<Located<String>>,
 }
 
 /// What `kernel_revision_hash` says.
@@ -587,6 +604,7 @@ fn read_output(reader: &mut Reader<'_>, node: &Node) -> Option<RawOutput> {
 const CAPS_FIELDS: &[&str] = &[
     "awkward_layout_strategy",
     "fast_paths",
+    "paths",
     "in_place",
     "alignment_bytes",
     "access_granularity_bits",
@@ -603,6 +621,15 @@ fn read_caps(reader: &mut Reader<'_>, node: &Node) -> Option<RawCaps> {
             .collect(),
         None => Vec::new(),
     };
+    let paths = match fields.get("paths").filter(|n| n.value != Value::Null) {
+        Some(list) => reader
+            .sequence(list, "paths")
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|item| read_path(reader, item))
+            .collect(),
+        None => Vec::new(),
+    };
     Some(RawCaps {
         awkward_layout_strategy: reader.optional(&fields, "awkward_layout_strategy", |r, n| {
             r.one_of(
@@ -612,6 +639,7 @@ fn read_caps(reader: &mut Reader<'_>, node: &Node) -> Option<RawCaps> {
             )
         }),
         fast_paths,
+        paths,
         in_place: reader.optional(&fields, "in_place", |r, n| r.boolean(n, "in_place")),
         alignment_bytes: reader.optional(&fields, "alignment_bytes", |r, n| {
             r.unsigned(n, "alignment_bytes")
@@ -619,6 +647,29 @@ fn read_caps(reader: &mut Reader<'_>, node: &Node) -> Option<RawCaps> {
         access_granularity_bits: reader.optional(&fields, "access_granularity_bits", |r, n| {
             r.unsigned(n, "access_granularity_bits")
         }),
+    })
+}
+
+/// A `caps.paths` entry: a path name, or `{name, dtypes, note}`.
+fn read_path(reader: &mut Reader<'_>, node: &Node) -> Option<RawPath> {
+    if let Value::Str(_) = node.value {
+        return Some(RawPath {
+            name: reader.string(node, "a path")?,
+            dtypes: Vec::new(),
+            note: None,
+        });
+    }
+    let fields = reader.mapping(node, "a path", &["name", "dtypes", "note"])?;
+    let name = reader
+        .required(&fields, "name", "a path")
+        .and_then(|n| reader.string(n, "name"))?;
+    Some(RawPath {
+        name,
+        dtypes: fields
+            .get("dtypes")
+            .map(|list| read_dtypes(reader, list))
+            .unwrap_or_default(),
+        note: reader.optional(&fields, "note", |r, n| r.string(n, "note")),
     })
 }
 
@@ -688,6 +739,8 @@ const PRECISION_FIELDS: &[&str] = &[
     "notes",
     "order",
     "nan",
+    "nan_bits",
+    "independent_of",
 ];
 
 fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> {
@@ -708,6 +761,24 @@ fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> 
         }),
         nan: reader.optional(&fields, "nan", |r, n| {
             r.one_of(n, "precision.nan", &["propagate", "ignore"])
+        }),
+        independent_of: fields
+            .get("independent_of")
+            .map(|list| {
+                reader
+                    .sequence(list, "independent_of")
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|item| reader.string(item, "an op-param name"))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        nan_bits: reader.optional(&fields, "nan_bits", |r, n| {
+            r.one_of(
+                n,
+                "precision.nan_bits",
+                &["canonical", "propagate", "either", "any"],
+            )
         }),
     })
 }

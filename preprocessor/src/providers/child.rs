@@ -84,6 +84,8 @@ pub struct Session {
 #[derive(Debug)]
 pub struct Exchange {
     pub answer: Result<Answer, Crash>,
+    /// The code paths a call's kernel said it took.
+    pub paths: Vec<String>,
     pub faults: Vec<Fault>,
 }
 
@@ -137,6 +139,7 @@ impl Session {
             Ok(Response {
                 id: Some(answered),
                 answer: Answer::Hello(hello),
+                ..
             }) if answered == id => Ok((session, hello)),
             Ok(other) => Err(no_handshake(format!(
                 "it answered {}",
@@ -190,13 +193,21 @@ impl Session {
     /// but a caught panic the session is over: drop it.
     pub fn ask(&mut self, method: Method, call: Option<&str>, limit: Duration) -> Exchange {
         let mut faults = Vec::new();
-        let answer = self.send(method).and_then(|id| {
+        let response = self.send(method).and_then(|id| {
             if let Some(symbol) = call {
                 self.asked.insert(id, symbol.to_owned());
             }
             self.await_answer(id, limit, &mut faults)
         });
-        Exchange { answer, faults }
+        let (answer, paths) = match response {
+            Ok(response) => (Ok(response.answer), response.paths),
+            Err(crash) => (Err(crash), Vec::new()),
+        };
+        Exchange {
+            answer,
+            paths,
+            faults,
+        }
     }
 
     /// Writes one request with a fresh id.
@@ -226,7 +237,7 @@ impl Session {
         id: u64,
         limit: Duration,
         faults: &mut Vec<Fault>,
-    ) -> Result<Answer, Crash> {
+    ) -> Result<Response, Crash> {
         let deadline = Instant::now() + limit;
         loop {
             let line = self.next_line(deadline, limit)?;
@@ -237,7 +248,7 @@ impl Session {
                 ))
             })?;
             match response.id {
-                Some(answered) if answered == id => return Ok(response.answer),
+                Some(answered) if answered == id => return Ok(response),
                 Some(earlier) if earlier < id => match self.asked.get(&earlier) {
                     Some(symbol) => faults.push(Fault {
                         symbol: symbol.clone(),

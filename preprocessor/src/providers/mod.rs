@@ -231,18 +231,42 @@ impl Provider {
         params: &ParamValues,
         expected: Option<&[usize]>,
     ) -> CallOutcome {
+        let how = How {
+            expected,
+            level: None,
+        };
+        self.call_traced(symbol, operands, params, how).outcome
+    }
+
+    /// Calls the entry point `symbol` as `how` says: what it returned, and the code paths it
+    /// said it took.
+    pub fn call_traced(
+        &self,
+        symbol: &str,
+        operands: &[Option<Operand>],
+        params: &ParamValues,
+        how: How<'_>,
+    ) -> Traced {
         self.guarded(symbol, || match &self.backend {
             Backend::InProcess(registry) => match registry.entry_point(symbol) {
-                Some(kernel) => in_process(|| (kernel.call)(operands, params)),
-                None => CallOutcome::Rejected(format!("no entry point `{symbol}`")),
+                Some(kernel) => {
+                    let (outcome, paths) = fkc_provider::call::record(how.level, || {
+                        in_process(|| (kernel.call)(operands, params))
+                    });
+                    Traced { outcome, paths }
+                }
+                None => {
+                    Traced::untraced(CallOutcome::Rejected(format!("no entry point `{symbol}`")))
+                }
             },
             Backend::Child(pool) => {
                 let method = Method::Call {
                     symbol: symbol.to_owned(),
                     operands: encode_operands(operands),
                     params: params.clone(),
+                    level: how.level.map(str::to_owned),
                 };
-                self.remote(pool, method, symbol, expected)
+                self.remote(pool, method, symbol, how.expected)
             }
         })
     }
@@ -256,10 +280,10 @@ impl Provider {
     ) -> CallOutcome {
         let key = format!("execute:{op_kind}");
         self.guarded(&key, || match &self.backend {
-            Backend::InProcess(registry) => match registry.executor {
+            Backend::InProcess(registry) => Traced::untraced(match registry.executor {
                 Some(execute) => in_process(|| execute(op_kind, params, operands)),
                 None => CallOutcome::Rejected("the provider has no executor".to_owned()),
-            },
+            }),
             Backend::Child(pool) => {
                 let method = Method::Execute {
                     op_kind: op_kind.to_owned(),
@@ -269,32 +293,33 @@ impl Provider {
                 self.remote(pool, method, &key, None)
             }
         })
+        .outcome
     }
 
     /// A call of `key` (an entry point, or `execute:OP`) made by `run`, unless `key` hung
     /// earlier or a time budget is spent; its time goes to the ledger, and a time-out marks
     /// `key` hung.
-    fn guarded(&self, key: &str, run: impl FnOnce() -> CallOutcome) -> CallOutcome {
+    fn guarded(&self, key: &str, run: impl FnOnce() -> Traced) -> Traced {
         let hung = self
             .hung
             .lock()
             .ok()
             .and_then(|hung| hung.get(key).copied());
         if let Some(limit) = hung {
-            return CallOutcome::Crashed(Crash::Hung(limit));
+            return Traced::untraced(CallOutcome::Crashed(Crash::Hung(limit)));
         }
         if let Err(crash) = self.ledger.admit(&self.name, self.budget) {
-            return CallOutcome::Crashed(crash);
+            return Traced::untraced(CallOutcome::Crashed(crash));
         }
         let started = Instant::now();
-        let outcome = run();
+        let traced = run();
         self.ledger.record(&self.name, key, started.elapsed());
-        if let CallOutcome::Crashed(Crash::TimedOut(limit)) = &outcome
+        if let CallOutcome::Crashed(Crash::TimedOut(limit)) = &traced.outcome
             && let Ok(mut hung) = self.hung.lock()
         {
             hung.insert(key.to_owned(), *limit);
         }
-        outcome
+        traced
     }
 
     fn remote(
@@ -303,10 +328,13 @@ impl Provider {
         method: Method,
         key: &str,
         expected: Option<&[usize]>,
-    ) -> CallOutcome {
+    ) -> Traced {
         let exchange = pool.exchange(method, Some(key));
         self.note_faults(exchange.faults);
-        pool::outcome_of(exchange.answer, expected)
+        Traced {
+            outcome: pool::outcome_of(exchange.answer, expected),
+            paths: exchange.paths,
+        }
     }
 
     fn note_faults(&self, found: Vec<Fault>) {
@@ -350,6 +378,32 @@ fn in_process(
     }
 }
 
+/// How to make one call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct How<'a> {
+    /// Per output, the elements the contract's shape rule computes (see
+    /// [`Provider::call_expecting`]).
+    pub expected: Option<&'a [usize]>,
+    /// The instruction-set level to run at (one the provider lists); `None`: its own choice.
+    pub level: Option<&'a str>,
+}
+
+/// What one call returned, and the code paths its kernel said it took (sorted).
+#[derive(Debug)]
+pub struct Traced {
+    pub outcome: CallOutcome,
+    pub paths: Vec<String>,
+}
+
+impl Traced {
+    fn untraced(outcome: CallOutcome) -> Traced {
+        Traced {
+            outcome,
+            paths: Vec::new(),
+        }
+    }
+}
+
 /// A kernel to call: an entry point and the provider that serves it.
 #[derive(Debug, Clone, Copy)]
 pub struct Kernel<'a> {
@@ -373,6 +427,17 @@ impl<'a> Kernel<'a> {
     ) -> CallOutcome {
         self.provider
             .call_expecting(&self.info.symbol, operands, params, Some(expected))
+    }
+
+    /// Calls the kernel as `how` says: what it returned and the paths it took.
+    pub fn run_traced(
+        &self,
+        operands: &[Option<Operand>],
+        params: &ParamValues,
+        how: How<'_>,
+    ) -> Traced {
+        self.provider
+            .call_traced(&self.info.symbol, operands, params, how)
     }
 }
 

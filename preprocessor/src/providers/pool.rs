@@ -49,6 +49,7 @@ impl Pool {
             Err(crash) => {
                 return Exchange {
                     answer: Err(crash),
+                    paths: Vec::new(),
                     faults: Vec::new(),
                 };
             }

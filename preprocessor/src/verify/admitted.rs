@@ -199,7 +199,15 @@ impl Gate<'_> {
         seed: u64,
         bitwise: bool,
     ) -> Option<Agreement> {
-        match call(kernel, &self.domain, sample, dtype, seed, bitwise) {
+        let outcome = call(
+            kernel,
+            &self.domain,
+            sample,
+            dtype,
+            seed,
+            self.levels.runs(bitwise),
+        );
+        match outcome {
             Outcome::Rejected(error) => {
                 self.under_constrained(kernel, dtype, sample, &error);
                 None
@@ -212,21 +220,26 @@ impl Gate<'_> {
                 self.cannot_call(kernel, &reason);
                 None
             }
-            Outcome::Accepted {
-                outputs,
-                values,
-                inputs,
-                repeat_identical,
-            } => {
-                if !self.rules_hold(kernel, dtype, sample, predicted, &outputs) {
+            Outcome::Accepted(accepted) => {
+                self.paths_reached(dtype, &accepted.paths);
+                if !self.rules_hold(kernel, dtype, sample, predicted, &accepted.outputs) {
                     return None;
                 }
-                let agreement =
-                    self.values_hold(kernel, dtype, sample, &inputs, &values, predicted)?;
-                if repeat_identical == Some(false) {
+                let agreement = self.values_hold(
+                    kernel,
+                    dtype,
+                    sample,
+                    &accepted.inputs,
+                    &accepted.values,
+                    predicted,
+                )?;
+                self.bits_hold(kernel, dtype, sample, &accepted)?;
+                if accepted.repeat_identical == Some(false) {
                     self.nondeterministic(kernel, dtype, sample);
                     return None;
                 }
+                self.levels_agree(kernel, dtype, sample, &accepted, predicted)?;
+                self.independent_of_params(kernel, dtype, sample, seed, &accepted)?;
                 Some(agreement)
             }
         }

@@ -1,7 +1,7 @@
 //! The contract's domain: admitted samples and samples breaking exactly one constraint, drawn
 //! with bounded effort; each constraint must be needed (a sample breaking it alone is rejected).
 
-use super::run::{Outcome, call};
+use super::run::{Outcome, Runs, call};
 use super::sample::{Rng, Sample, Verdict};
 use super::{Admitted, Breaking, Gate, VerifyOptions};
 use crate::diag::Code;
@@ -78,10 +78,11 @@ impl Gate<'_> {
         }
     }
 
-    /// Adds up to `most` admitted samples at the edge of the box: one variable of an admitted
-    /// sample moved to its smallest value (a unit dimension, a parameter of 0 or 1), where a
-    /// loosened constraint lets through what the kernel refuses. Random draws reach these
-    /// rarely.
+    /// Adds admitted samples at the edge of the box: one variable of an admitted sample moved
+    /// to its smallest value (a unit dimension, a parameter of 0 or 1), where a loosened
+    /// constraint lets through what the kernel refuses. Random draws reach these rarely. Every
+    /// edge of the first sample is added whatever the budget (so a small `samples` still
+    /// tries each variable at its edge); up to `most` more come from the second.
     fn add_edge_samples(&self, dtype: DType, admitted: &mut Admitted, most: usize) {
         const BASES: usize = 2;
         let bases: Vec<Sample> = admitted
@@ -90,9 +91,9 @@ impl Gate<'_> {
             .map(|(s, _)| s.clone())
             .collect();
         let mut added = 0;
-        for base in &bases {
+        for (index, base) in bases.iter().enumerate() {
             for candidate in base.neighbours().filter(|n| n.moved_to_edge(base)) {
-                if added >= most {
+                if index > 0 && added >= most {
                     return;
                 }
                 if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
@@ -136,14 +137,21 @@ impl Gate<'_> {
             });
             // Where chance missed, every one-variable move of the admitted samples in turn (a
             // condition one step from an admitted sample, like `b` alone in `a || b`, is then
-            // found whatever the budget).
-            let found = random.or_else(|| {
-                admitted
-                    .iter()
-                    .flat_map(|(sample, _)| sample.neighbours())
-                    .take(CONDITION_SEARCH)
-                    .find_map(|candidate| Some((meets(&candidate)?, candidate)))
-            });
+            // found whatever the budget), then each move with the dims tied to it following
+            // (`groups == x.dim[1]` moves `x.dim[1]` through `weight.dim[1] * groups == x.dim[1]`).
+            let moves = || admitted.iter().flat_map(|(sample, _)| sample.neighbours());
+            let found = random
+                .or_else(|| {
+                    moves()
+                        .take(CONDITION_SEARCH)
+                        .find_map(|candidate| Some((meets(&candidate)?, candidate)))
+                })
+                .or_else(|| {
+                    moves()
+                        .take(CONDITION_SEARCH)
+                        .map(|candidate| domain.tied(&candidate, dtype))
+                        .find_map(|candidate| Some((meets(&candidate)?, candidate)))
+                });
             if let Some((outputs, candidate)) = found {
                 admitted.push((candidate, outputs));
             }
@@ -357,12 +365,12 @@ impl Gate<'_> {
         constraint: usize,
         seed: u64,
     ) -> bool {
-        let outcome = call(kernel, &self.domain, sample, dtype, seed, false);
+        let outcome = call(kernel, &self.domain, sample, dtype, seed, Runs::default());
         if let Outcome::Crashed(crash) = &outcome {
             self.crashed(kernel, dtype, sample, crash);
             return false;
         }
-        if let Outcome::Accepted { .. } = outcome {
+        if let Outcome::Accepted(_) = outcome {
             let located = self.constraint_source(constraint);
             let diagnostic = self.error(
                 Code::OverPromise,

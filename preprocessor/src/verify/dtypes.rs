@@ -3,7 +3,7 @@
 //! (`repro --check undeclared`).
 
 use super::Gate;
-use super::run::{Outcome, call};
+use super::run::{Outcome, Runs, call};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
@@ -74,7 +74,7 @@ impl Gate<'_> {
             });
         let via_symbol = other.is_some_and(|k| {
             matches!(
-                call(&k, &self.domain, sample, dtype, seed, false),
+                call(&k, &self.domain, sample, dtype, seed, Runs::default()),
                 Outcome::Accepted { .. }
             )
         });

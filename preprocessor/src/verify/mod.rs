@@ -13,18 +13,23 @@
 
 mod abi;
 mod admitted;
+pub(crate) mod bits;
 mod bounds;
+mod conditioning;
 mod cost;
 mod coverage;
 mod domain;
 mod dtypes;
 pub mod geometry;
+mod invariant;
 pub mod layout;
 mod named;
 mod operands;
 #[cfg(test)]
 pub mod oracle;
 mod order;
+mod paths;
+mod reach;
 mod repro;
 mod rules;
 pub mod run;
@@ -124,30 +129,44 @@ pub fn verify(
         ),
     ));
     let mut ran = Vec::new();
+    let mut grown_of = Vec::new();
     for (index, &(dtype, kernel)) in kernels.iter().enumerate() {
         let take = if index == 0 {
             admitted.len()
         } else {
             SAMPLES_PER_EXTRA_DTYPE
         };
-        if !gate.admitted(&kernel, dtype, &admitted[..take.min(admitted.len())]) {
+        let grown = gate.grown(&kernel, dtype, &admitted);
+        let mut samples = admitted[..take.min(admitted.len())].to_vec();
+        samples.extend(grown.iter().cloned());
+        if !gate.admitted(&kernel, dtype, &samples) {
             break; // one counterexample is enough; the other dtypes would repeat it
         }
         ran.push((dtype, kernel.symbol.clone()));
+        grown_of.push((dtype, grown));
     }
     gate.per_input_dtypes(&ran);
     gate.abi_claims();
     if let Some((sample, _)) = admitted.first() {
         gate.required_inputs(&first_kernel, first_dtype, sample);
     }
-    let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
     for &(dtype, kernel) in &kernels {
-        if ran.iter().any(|(d, _)| *d == dtype) {
-            gate.order_claim(&kernel, dtype, &samples);
-            if !gate.special_values(&kernel, dtype, &samples) {
-                break;
-            }
+        let Some((_, grown)) = grown_of.iter().find(|(d, _)| *d == dtype) else {
+            continue;
+        };
+        // Grown samples first, one in two: the order and the special values reach the wide
+        // code paths too.
+        let samples = interleaved(grown, &admitted);
+        gate.order_claim(&kernel, dtype, &samples);
+        gate.ill_conditioned(&kernel, dtype, &samples);
+        if !gate.special_values(&kernel, dtype, &samples) {
+            break;
         }
+    }
+    if gate.diagnostics.is_empty() {
+        let dtypes: Vec<DType> = ran.iter().map(|(d, _)| *d).collect();
+        gate.path_coverage(&dtypes);
+        gate.independence_evidence();
     }
     gate.breaking(&first_kernel, first_dtype, &breaking);
     gate.layouts(&first_kernel, first_dtype, &admitted);
@@ -157,7 +176,21 @@ pub fn verify(
         gate.evidence.worked = worked::example_in(&gate.domain, &kernels, &gate.op_kind, &samples);
     }
     gate.undeclared_dtypes(import, &first_kernel, &admitted);
+    gate.once_per_hang();
     (gate.evidence, gate.diagnostics)
+}
+
+/// `grown` and `drawn` samples taken in turn, a grown one first.
+fn interleaved<'s>(grown: &'s Admitted, drawn: &'s Admitted) -> Vec<&'s Sample> {
+    let (mut grown, mut drawn) = (grown.iter(), drawn.iter());
+    let mut all = Vec::new();
+    loop {
+        let (g, d) = (grown.next(), drawn.next());
+        if g.is_none() && d.is_none() {
+            return all;
+        }
+        all.extend(g.into_iter().chain(d).map(|(s, _)| s));
+    }
 }
 
 /// The contract's entry points the provider serves, with their dtypes, in declared order.
@@ -205,6 +238,15 @@ struct Gate<'a> {
     nan_mixed: Option<usize>,
     /// Samples whose `bytes_moved` was held to the traffic the semantics counted.
     bytes_checked: usize,
+    /// The instruction-set levels every call runs at.
+    levels: paths::Levels,
+    /// Per dtype, the code paths the kernel reported, and the samples run at every level.
+    reached: std::collections::BTreeMap<DType, std::collections::BTreeSet<String>>,
+    level_samples: std::collections::BTreeMap<DType, usize>,
+    /// A kernel hung while samples were grown (reported there): no more growth.
+    growth_stopped: bool,
+    /// Per `independent_of` parameter, the samples run again with it 1.
+    independence_checked: std::collections::BTreeMap<String, usize>,
 }
 
 impl<'a> Gate<'a> {
@@ -234,11 +276,32 @@ impl<'a> Gate<'a> {
             special_elements: 0,
             nan_mixed: None,
             bytes_checked: 0,
+            levels: paths::Levels::of(first_kernel.provider.description()),
+            reached: std::collections::BTreeMap::new(),
+            level_samples: std::collections::BTreeMap::new(),
+            growth_stopped: false,
+            independence_checked: std::collections::BTreeMap::new(),
         }
     }
 }
 
 impl Gate<'_> {
+    /// Drops the "not called again" errors (FKC0319) of an entry point whose time-out this
+    /// gate reported (FKC0414): one hang, one error.
+    fn once_per_hang(&mut self) {
+        let timed_out: Vec<String> = self
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == Code::KernelTimedOut)
+            .map(|d| d.message.clone())
+            .collect();
+        let symbol = |message: &str| message.split('`').nth(1).map(str::to_owned);
+        let hung: Vec<String> = timed_out.iter().filter_map(|m| symbol(m)).collect();
+        self.diagnostics.retain(|d| {
+            d.code != Code::EntryPointHung || !symbol(&d.message).is_some_and(|s| hung.contains(&s))
+        });
+    }
+
     fn error(&mut self, code: Code, span: Range<usize>, message: String) -> &mut Diagnostic {
         self.diagnostics
             .push(Diagnostic::error(code, self.source, span, message));
@@ -334,6 +397,7 @@ mod tests {
             variants: &[],
             entry_points,
             executor: None,
+            levels: None,
         })))
     }
 
@@ -349,20 +413,7 @@ mod tests {
         let info = provider.description().entry_point(symbol).unwrap();
         let kernel = Kernel { info, provider };
         let (source, raw, contract) = read_resolved(POOL);
-        let mut gate = Gate {
-            raw: &raw,
-            source: &source,
-            domain: Domain::new(&raw, &contract, &kernel.info.params),
-            diagnostics: Vec::new(),
-            evidence: Evidence::default(),
-            seed: 1,
-            op_kind: String::new(),
-            named_oracle: None,
-            order_dependent: 0,
-            special_elements: 0,
-            nan_mixed: None,
-            bytes_checked: 0,
-        };
+        let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
         let (admitted, broken) = gate.draw(DType::F32, VerifyOptions::default());
         assert!(!admitted.is_empty() && !broken.is_empty());
         if breaking {

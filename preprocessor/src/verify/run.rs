@@ -3,7 +3,7 @@
 //! executor, for a dtype no entry point declares).
 
 use super::sample::{Domain, Rng, Sample};
-use crate::providers::{CallOutcome, Crash, Kernel};
+use crate::providers::{CallOutcome, Crash, How, Kernel, Traced};
 use fkc_provider::{AnyTensor, DType, EntryPointInfo, Operand, ParamValue, ParamValues};
 
 /// An operand as the semantics see it: dims and values in f64 (already rounded to the dtype).
@@ -17,20 +17,64 @@ pub struct Input {
 #[derive(Debug)]
 pub enum Outcome {
     /// It ran: each output's (shape, dtype, bytes), and whether a second run was bit-identical.
-    Accepted {
-        outputs: Vec<(Vec<usize>, DType, usize)>,
-        /// Every output's values (in f64, exactly as the dtype held them).
-        values: Vec<Vec<f64>>,
-        /// The operands the kernel ran on, for the oracle.
-        inputs: Vec<Option<Input>>,
-        repeat_identical: Option<bool>,
-    },
+    Accepted(Box<Accepted>),
     /// It refused with an error (the message).
     Rejected(String),
     /// It crashed or hung (never a rejection).
     Crashed(Crash),
     /// The sample cannot be expressed as a call (a parameter the kernel needs is not sampled).
     Skipped(String),
+}
+
+/// What an accepted call gave.
+#[derive(Debug)]
+pub struct Accepted {
+    pub outputs: Vec<(Vec<usize>, DType, usize)>,
+    /// Every output's values (in f64, exactly as the dtype held them).
+    pub values: Vec<Vec<f64>>,
+    /// Every output's bit patterns in its dtype.
+    pub bits: Vec<Vec<u64>>,
+    /// The operands the kernel ran on, for the oracle.
+    pub inputs: Vec<Option<Input>>,
+    /// The bit patterns of the NaNs among the operands (in their dtype).
+    pub input_nans: std::collections::BTreeSet<u64>,
+    pub repeat_identical: Option<bool>,
+    /// The code paths the kernel said it took (on every run, every level).
+    pub paths: Vec<String>,
+    /// The same call at each further instruction-set level.
+    pub at_levels: Vec<AtLevel>,
+}
+
+/// The call run again at another instruction-set level.
+#[derive(Debug)]
+pub struct AtLevel {
+    pub level: String,
+    pub result: LevelResult,
+}
+
+/// What a run at another level gave, against the main run.
+#[derive(Debug)]
+pub enum LevelResult {
+    /// Every output bit for bit the main run's.
+    Same,
+    /// Different bits: its values and bit patterns.
+    Differs {
+        values: Vec<Vec<f64>>,
+        bits: Vec<Vec<u64>>,
+    },
+    /// It refused or crashed where the main run did not.
+    Failed(String),
+}
+
+/// How the gate calls a kernel on one sample.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Runs<'a> {
+    /// Run twice on the same operands (determinism).
+    pub repeat: bool,
+    /// The instruction-set level of the main run (`None`: the provider's choice).
+    pub level: Option<&'a str>,
+    /// Further levels to run the same call at.
+    pub others: &'a [String],
 }
 
 /// How operand values are chosen.
@@ -44,8 +88,9 @@ pub enum Fill {
     /// a product (±2^k·(1 + f) with |k| up to 5 in half precision, 20 in single and double),
     /// so that any change of summation order changes bits.
     WideExponents(u64),
-    /// Seeded values of which about one in three is special: NaN, ±Inf, -0.0, the smallest
-    /// subnormal, or ±3/4 of the largest finite value of the dtype.
+    /// Seeded values of which about one in three is special: NaN (canonical, with a payload, or
+    /// negative), ±Inf, -0.0, the smallest subnormal, or ±3/4 of the largest finite value of the
+    /// dtype.
     Special(u64),
 }
 
@@ -57,8 +102,11 @@ fn special_value(rng: &mut Rng, dtype: DType) -> f64 {
         DType::BF16 => (f64::from(half::bf16::MAX), 2f64.powi(-133)),
         DType::F16 => (f64::from(half::f16::MAX), 2f64.powi(-24)),
     };
-    match rng.range(0, 20) {
+    match rng.range(0, 26) {
         0 => f64::NAN,
+        // NaNs that are not the canonical one: a payload, and a sign (x86's default NaN).
+        7 => f64::from_bits(0x7ffc_0000_0000_0000),
+        8 => f64::from_bits(0xfff8_0000_0000_0000),
         1 => f64::INFINITY,
         2 => f64::NEG_INFINITY,
         3 => -0.0,
@@ -163,17 +211,29 @@ pub(super) fn oracle_inputs(operands: &[Option<Operand>]) -> Vec<Option<Input>> 
         .collect()
 }
 
-/// Runs `kernel` on `sample`; with `repeat`, runs it twice on the same operands. Outputs far
-/// larger than the contract's shape rule gives for the sample are not decoded.
+/// Runs `kernel` on `sample` as `runs` says. Outputs far larger than the contract's shape
+/// rule gives for the sample are not decoded.
 pub fn call(
     kernel: &Kernel<'_>,
     domain: &Domain<'_>,
     sample: &Sample,
     dtype: DType,
     seed: u64,
-    repeat: bool,
+    runs: Runs<'_>,
 ) -> Outcome {
-    let (operands, values) = match arguments(kernel, sample, dtype, Fill::Random(seed)) {
+    call_filled(kernel, domain, sample, dtype, Fill::Random(seed), runs)
+}
+
+/// [`call`] with operands filled by `fill`.
+pub fn call_filled(
+    kernel: &Kernel<'_>,
+    domain: &Domain<'_>,
+    sample: &Sample,
+    dtype: DType,
+    fill: Fill,
+    runs: Runs<'_>,
+) -> Outcome {
+    let (operands, values) = match arguments(kernel, sample, dtype, fill) {
         Ok(arguments) => arguments,
         Err(error) => return Outcome::Skipped(error),
     };
@@ -182,34 +242,82 @@ pub fn call(
     } else {
         expected_elements(domain, sample, dtype)
     };
-    let first = match kernel.run_expecting(&operands, &values, &expected) {
+    let run = |level: Option<&str>| {
+        let how = How {
+            expected: Some(&expected),
+            level,
+        };
+        kernel.run_traced(&operands, &values, how)
+    };
+    let Traced { outcome, mut paths } = run(runs.level);
+    let first = match outcome {
         CallOutcome::Outputs(outputs) => outputs,
         CallOutcome::Rejected(error) => return Outcome::Rejected(error),
         CallOutcome::Crashed(crash) => return Outcome::Crashed(crash),
     };
+    let bits: Vec<Vec<u64>> = first.iter().map(AnyTensor::to_bits).collect();
     // A second run that crashed (or was not made) says nothing about determinism.
-    let repeat_identical = match repeat.then(|| kernel.run_expecting(&operands, &values, &expected))
-    {
+    let repeat_identical = match runs.repeat.then(|| run(runs.level)) {
         None => None,
-        Some(CallOutcome::Crashed(crash)) => return Outcome::Crashed(crash),
-        Some(CallOutcome::Outputs(second)) => Some(
-            second.len() == first.len()
-                && second
-                    .iter()
-                    .zip(&first)
-                    .all(|(a, b)| a.to_bits() == b.to_bits()),
-        ),
-        Some(CallOutcome::Rejected(_)) => Some(false),
+        Some(second) => match second.outcome {
+            CallOutcome::Crashed(crash) => return Outcome::Crashed(crash),
+            CallOutcome::Outputs(second) => Some(same_bits(&second, &bits)),
+            CallOutcome::Rejected(_) => Some(false),
+        },
     };
-    Outcome::Accepted {
+    let mut at_levels = Vec::with_capacity(runs.others.len());
+    for level in runs.others {
+        let traced = run(Some(level));
+        paths.extend(traced.paths);
+        let result = match traced.outcome {
+            CallOutcome::Outputs(outputs) if same_bits(&outputs, &bits) => LevelResult::Same,
+            CallOutcome::Outputs(outputs) => LevelResult::Differs {
+                values: outputs.iter().map(AnyTensor::to_f64_vec).collect(),
+                bits: outputs.iter().map(AnyTensor::to_bits).collect(),
+            },
+            CallOutcome::Rejected(error) => LevelResult::Failed(format!("it refused: {error}")),
+            CallOutcome::Crashed(crash) => LevelResult::Failed(crash.to_string()),
+        };
+        at_levels.push(AtLevel {
+            level: level.clone(),
+            result,
+        });
+    }
+    paths.sort();
+    paths.dedup();
+    Outcome::Accepted(Box::new(Accepted {
         outputs: first
             .iter()
             .map(|t| (t.shape().to_vec(), t.dtype(), t.size_bytes()))
             .collect(),
         values: first.iter().map(AnyTensor::to_f64_vec).collect(),
+        bits,
         inputs: oracle_inputs(&operands),
+        input_nans: input_nans(&operands),
         repeat_identical,
-    }
+        paths,
+        at_levels,
+    }))
+}
+
+/// The bit patterns of the NaNs among `operands`, in their dtype.
+fn input_nans(operands: &[Option<Operand>]) -> std::collections::BTreeSet<u64> {
+    operands
+        .iter()
+        .flatten()
+        .flat_map(|o| {
+            let dtype = o.dtype();
+            o.storage()
+                .to_bits()
+                .into_iter()
+                .filter(move |b| crate::verify::bits::is_nan(*b, dtype))
+        })
+        .collect()
+}
+
+/// Whether `outputs` have exactly these bit patterns.
+fn same_bits(outputs: &[AnyTensor], bits: &[Vec<u64>]) -> bool {
+    outputs.len() == bits.len() && outputs.iter().zip(bits).all(|(o, b)| o.to_bits() == *b)
 }
 
 /// The elements of each output the contract's shape rule gives for `sample` (0 where it

@@ -547,17 +547,29 @@ impl Domain<'_> {
         Sample { inputs, params }
     }
 
-    /// `sample` with input `name` present, each of its dims that a constraint of its own
-    /// writes as `name.dim[k] == EXPR` set to that expression's value.
+    /// `sample` with input `name` present, each of its dims that a constraint writes as
+    /// `name.dim[k] == EXPR` (either side) set to that expression's value.
     pub fn with_present(&self, sample: &Sample, name: &str, dtype: DType) -> Sample {
         let mut candidate = sample.clone();
         for input in candidate.inputs.iter_mut().filter(|(n, _, _)| n == name) {
             input.2 = true;
         }
-        for (input, constraint) in &self.contract.input_constraints {
-            if input != name {
-                continue;
-            }
+        self.tie(&mut candidate, Some(name), dtype);
+        candidate
+    }
+
+    /// `sample` with every dim of a present input that a constraint writes as
+    /// `INPUT.dim[k] == EXPR` (either side) set to that expression's value, in constraint
+    /// order: a sample grown in one dim, with the dims tied to it following.
+    pub fn tied(&self, sample: &Sample, dtype: DType) -> Sample {
+        let mut candidate = sample.clone();
+        self.tie(&mut candidate, None, dtype);
+        candidate
+    }
+
+    /// Sets the dims equality constraints tie (of input `only`, or of every present input).
+    fn tie(&self, candidate: &mut Sample, only: Option<&str>, dtype: DType) {
+        for (_, constraint) in &self.contract.input_constraints {
             let expr::ExprKind::Binary {
                 op: expr::BinOp::Eq,
                 lhs,
@@ -567,22 +579,29 @@ impl Domain<'_> {
             else {
                 continue;
             };
-            let Some(axis) = dim_of(lhs, name) else {
-                continue;
-            };
-            let bindings = self.bindings(&candidate, dtype);
-            let value = expr::eval(rhs, &bindings).ok().and_then(|v| v.as_int());
-            if let Some(value) = value.filter(|v| (1..=MAX_VALUE).contains(v))
-                && let Some(slot) = candidate
+            for (side, other) in [(lhs, rhs), (rhs, lhs)] {
+                let target = candidate
                     .inputs
-                    .iter_mut()
-                    .find(|(n, _, _)| n == name)
-                    .and_then(|(_, dims, _)| dims.get_mut(axis))
-            {
-                *slot = value;
+                    .iter()
+                    .filter(|(n, _, present)| *present && only.is_none_or(|o| o == n))
+                    .find_map(|(n, _, _)| dim_of(side, n).map(|axis| (n.clone(), axis)));
+                let Some((name, axis)) = target else {
+                    continue;
+                };
+                let bindings = self.bindings(candidate, dtype);
+                let value = expr::eval(other, &bindings).ok().and_then(|v| v.as_int());
+                if let Some(value) = value.filter(|v| (1..=MAX_VALUE).contains(v))
+                    && let Some(slot) = candidate
+                        .inputs
+                        .iter_mut()
+                        .find(|(n, _, _)| *n == name)
+                        .and_then(|(_, dims, _)| dims.get_mut(axis))
+                {
+                    *slot = value;
+                }
+                break;
             }
         }
-        candidate
     }
 
     /// Bindings for evaluating the contract's expressions on a sample (outputs excluded).

@@ -45,6 +45,8 @@ pub enum Check {
     Order,
     /// Special values (NaN, ±Inf, -0.0, subnormals, huge values) in the operands.
     Special,
+    /// A stated precision, on operands whose sums cancel (exponents spread wide).
+    Conditioning,
     /// Layout claims, on real views of the operands.
     Layout,
     /// A dtype the contract does not declare (`--dtype`), which every entry point and the
@@ -62,6 +64,7 @@ impl Check {
             Check::Domain => None,
             Check::Order => Some("order"),
             Check::Special => Some("special"),
+            Check::Conditioning => Some("conditioning"),
             Check::Layout => Some("layout"),
             Check::Undeclared => Some("undeclared"),
             Check::Required => Some("required"),
@@ -69,13 +72,14 @@ impl Check {
     }
 
     /// The names `repro --check` takes, for a usage message.
-    pub const NAMES: &'static str = "order, special, layout, undeclared or required";
+    pub const NAMES: &'static str = "order, special, conditioning, layout, undeclared or required";
 
     /// The check named `name` (`repro --check`).
     pub fn parse(name: &str) -> Option<Check> {
         [
             Check::Order,
             Check::Special,
+            Check::Conditioning,
             Check::Layout,
             Check::Undeclared,
             Check::Required,
@@ -233,6 +237,9 @@ impl<'a> Gate<'a> {
             }
             (Check::Special, Verdict::Admitted { .. }) => {
                 self.special_one(kernel, dtype, sample, seed).passed()
+            }
+            (Check::Conditioning, Verdict::Admitted { .. }) => {
+                self.conditioned_one(kernel, dtype, sample, seed) != Some(false)
             }
             (Check::Layout, Verdict::Admitted { .. }) => {
                 self.layout_one(kernel, dtype, sample, seed).is_some()

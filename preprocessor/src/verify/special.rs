@@ -7,12 +7,12 @@
 //! Inf, makes in some order.
 
 use super::Gate;
-use super::run::{Fill, arguments, oracle_inputs};
-use super::sample::Sample;
+use super::run::{Fill, Outcome, call_filled};
+use super::sample::{Sample, Verdict};
 use super::semantic::{Elements, Mode};
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;
-use crate::providers::{CallOutcome, Kernel};
+use crate::providers::Kernel;
 use crate::semantics::float::NanPolicy;
 use crate::semantics::{Approx, Kinds};
 use fkc_provider::DType;
@@ -37,6 +37,19 @@ impl SpecialRun {
 
 /// Admitted samples each dtype runs with special values.
 const SPECIAL_SAMPLES: usize = 6;
+/// The most one-variable moves tried while no window has held a NaN among numbers.
+const MOVED_SAMPLES: usize = 48;
+
+/// How a series of special-value runs ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Every run held (or enough of them did).
+    Went,
+    /// There is no oracle to compare with: nothing more to run.
+    NoOracle,
+    /// A run failed and was reported.
+    Failed,
+}
 
 impl Gate<'_> {
     /// Runs special values through `kernel`; false after reporting a failure.
@@ -58,31 +71,24 @@ impl Gate<'_> {
             largest.sort_by_key(|sample| std::cmp::Reverse(sample.elements()));
         }
         // Then, for a selection (a max) whose NaN policy no window has shown yet, more runs until
-        // one window holds a NaN among numbers.
-        let extra = largest.iter().cycle().take(largest.len().max(1) * 3);
-        let runs = largest.iter().take(SPECIAL_SAMPLES).chain(extra);
-        for (index, sample) in runs.enumerate() {
-            if index >= SPECIAL_SAMPLES && self.nan_mixed != Some(0) {
-                break;
-            }
-            let seed = self.seed ^ ((index as u64) << 16);
-            let before = self.diagnostics.len();
-            match self.special_one(kernel, dtype, sample, seed) {
-                SpecialRun::Skipped => continue,
-                SpecialRun::NoOracle => return true, // the crash and refusal checks are what ran
-                SpecialRun::Held => ran += 1,
-                SpecialRun::Failed => {
-                    let replay = Replay {
-                        kernel,
-                        dtype,
-                        seed,
-                        check: Check::Special,
-                        keep: Keep::Admitted,
-                    };
-                    self.shrink_report(before, &replay, sample);
-                    return false;
-                }
-            }
+        // one window holds a NaN among numbers: the samples again with other NaN places, then
+        // admitted moves of them (a window of one widened).
+        let extra = largest
+            .iter()
+            .copied()
+            .cycle()
+            .take(largest.len().max(1) * 3);
+        let first = largest.iter().copied().take(SPECIAL_SAMPLES).chain(extra);
+        let mut index = 0;
+        let mut flow = self.special_runs(kernel, dtype, first, &mut index, &mut ran);
+        if flow == Flow::Went && self.selects() && self.nan_mixed == Some(0) {
+            let moved = self.admitted_moves(&largest, dtype);
+            flow = self.special_runs(kernel, dtype, moved.iter(), &mut index, &mut ran);
+        }
+        match flow {
+            Flow::Went => {}
+            Flow::NoOracle => return true, // the crash and refusal checks are what ran
+            Flow::Failed => return false,
         }
         let compared = if self.claims_order() {
             format!(
@@ -117,6 +123,73 @@ impl Gate<'_> {
     }
 
     /// Runs one admitted sample with special values chosen by `seed` (reporting a failure).
+    /// Special values through `kernel` on each of `samples` in turn (numbered from `index`
+    /// on), until one fails or, past [`SPECIAL_SAMPLES`], a window has held a NaN among
+    /// numbers (or the kernel selects nothing).
+    fn special_runs<'s>(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        samples: impl Iterator<Item = &'s Sample>,
+        index: &mut usize,
+        ran: &mut usize,
+    ) -> Flow {
+        for sample in samples {
+            if *index >= SPECIAL_SAMPLES && self.nan_mixed != Some(0) {
+                break;
+            }
+            let seed = self.seed ^ ((*index as u64) << 16);
+            *index += 1;
+            let before = self.diagnostics.len();
+            match self.special_one(kernel, dtype, sample, seed) {
+                SpecialRun::Skipped => continue,
+                SpecialRun::NoOracle => return Flow::NoOracle,
+                SpecialRun::Held => *ran += 1,
+                SpecialRun::Failed => {
+                    let replay = Replay {
+                        kernel,
+                        dtype,
+                        seed,
+                        check: Check::Special,
+                        keep: Keep::Admitted,
+                    };
+                    self.shrink_report(before, &replay, sample);
+                    return Flow::Failed;
+                }
+            }
+        }
+        Flow::Went
+    }
+
+    /// Up to [`MOVED_SAMPLES`] admitted moves of `samples`: a parameter moved (a window size),
+    /// then a dim and a parameter together where the parameter move alone is not admitted (a
+    /// window wider than a unit dim), then a dim.
+    fn admitted_moves(&self, samples: &[&Sample], dtype: DType) -> Vec<Sample> {
+        let admits = |s: &Sample| matches!(self.domain.verdict(s, dtype), Verdict::Admitted { .. });
+        let mut moves = Vec::new();
+        let mut dim_moves = Vec::new();
+        for sample in samples {
+            let (params, dims): (Vec<Sample>, Vec<Sample>) =
+                sample.neighbours().partition(|m| m.inputs == sample.inputs);
+            let (admitted, refused): (Vec<Sample>, Vec<Sample>) =
+                params.into_iter().partition(|m| admits(m));
+            moves.extend(admitted);
+            for dim in &dims {
+                moves.extend(refused.iter().map(|param| Sample {
+                    inputs: dim.inputs.clone(),
+                    params: param.params.clone(),
+                }));
+            }
+            dim_moves.extend(dims);
+        }
+        moves
+            .into_iter()
+            .chain(dim_moves)
+            .filter(|moved| admits(moved))
+            .take(MOVED_SAMPLES)
+            .collect()
+    }
+
     pub(super) fn special_one(
         &mut self,
         kernel: &Kernel<'_>,
@@ -125,31 +198,40 @@ impl Gate<'_> {
         seed: u64,
     ) -> SpecialRun {
         let policy = self.nan_policy();
-        let Ok((ops, values)) = arguments(kernel, sample, dtype, Fill::Special(seed)) else {
-            return SpecialRun::Skipped;
-        };
-        let outputs = match kernel.run(&ops, &values) {
-            CallOutcome::Outputs(outputs) => outputs,
-            CallOutcome::Crashed(crash) => {
+        let runs = self.levels.runs(false);
+        let outcome = call_filled(
+            kernel,
+            &self.domain,
+            sample,
+            dtype,
+            Fill::Special(seed),
+            runs,
+        );
+        let accepted = match outcome {
+            Outcome::Accepted(accepted) => accepted,
+            Outcome::Skipped(_) => return SpecialRun::Skipped,
+            Outcome::Crashed(crash) => {
                 self.crashed(kernel, dtype, sample, &crash);
                 return SpecialRun::Failed;
             }
-            CallOutcome::Rejected(error) => {
+            Outcome::Rejected(error) => {
                 self.refuses_special_values(kernel, dtype, sample, &error);
                 return SpecialRun::Failed;
             }
         };
-        let inputs = oracle_inputs(&ops);
-        let predicted: Vec<Vec<i64>> = outputs
+        self.paths_reached(dtype, &accepted.paths);
+        let inputs = &accepted.inputs;
+        let predicted: Vec<Vec<i64>> = accepted
+            .outputs
             .iter()
-            .map(|o| o.shape().iter().map(|d| *d as i64).collect())
+            .map(|(shape, _, _)| shape.iter().map(|d| *d as i64).collect())
             .collect();
         let mode = if self.claims_order() {
             Mode::Ordered
         } else {
             Mode::Bounded
         };
-        let expected = match self.expected(kernel, dtype, sample, &inputs, &predicted, mode) {
+        let expected = match self.expected(kernel, dtype, sample, inputs, &predicted, mode) {
             Ok(Some(expected)) => expected,
             Ok(None) => return SpecialRun::NoOracle,
             Err(()) => return SpecialRun::Failed,
@@ -158,14 +240,13 @@ impl Gate<'_> {
             *self.nan_mixed.get_or_insert(0) += expected.counts.nan_meets as usize;
         }
         let mut bad = None;
-        for (output, want) in outputs.iter().zip(&expected.outputs) {
-            let actual = output.to_f64_vec();
+        for (actual, want) in accepted.values.iter().zip(&expected.outputs) {
             bad = match want {
-                Elements::Ordered(want) => first_difference(&actual, want),
+                Elements::Ordered(want) => first_difference(actual, want),
                 Elements::Bounded(want) => {
                     self.special_elements += actual.len();
                     self.order_dependent += want.iter().filter(|w| w.kinds.ambiguous()).count();
-                    outside(&actual, want)
+                    outside(actual, want)
                 }
             };
             if bad.is_some() {
@@ -198,7 +279,13 @@ impl Gate<'_> {
             diagnostic.help.push("state what the kernel does with a NaN operand (`precision.nan: propagate` or `ignore`), or fix the kernel".to_owned());
             return SpecialRun::Failed;
         }
-        SpecialRun::Held
+        let agree = self
+            .bits_hold(kernel, dtype, sample, &accepted)
+            .and_then(|()| self.levels_agree(kernel, dtype, sample, &accepted, &predicted));
+        match agree {
+            Some(()) => SpecialRun::Held,
+            None => SpecialRun::Failed,
+        }
     }
 
     fn refuses_special_values(

@@ -244,6 +244,14 @@ impl Gate<'_> {
             span,
             format!("`{}` computes {got:e} at output element {index}; {source} {want:e}, and the contract promises it {promise}", kernel.symbol),
         );
+        if matches!(claim, Claim::Exact | Claim::Ordered) {
+            diagnostic.notes.push(format!(
+                "bits in {}: the kernel's {}, the semantics' {}",
+                dtype.name(),
+                dtype_bits(got, dtype),
+                dtype_bits(want, dtype)
+            ));
+        }
         diagnostic.notes.push(sample_note(dtype.name(), sample));
         diagnostic.help.push(match claim {
             Claim::Ordered => "keep the written order (no reassociation, no FMA, no wider accumulator), or drop the claim".to_owned(),
@@ -275,7 +283,11 @@ fn allowance(
     let authored = stated.max_absolute.is_some() || stated.max_relative.is_some();
     match (stated.max_ulp, authored) {
         (Some(0), _) => {
-            if error == 0.0 {
+            // Exactness is a claim on bits: a zero's sign counts where the exact value's is
+            // known (an exact result of the semantics).
+            let sign_known = want.error == 0.0 && exact == 0.0;
+            let signs_differ = got.is_sign_negative() != exact.is_sign_negative();
+            if error == 0.0 && !(sign_known && signs_differ) {
                 Ok(0.0)
             } else {
                 Err(Claim::Exact)
@@ -291,6 +303,15 @@ fn allowance(
             fraction(error, tolerance).ok_or(Claim::Authored(tolerance))
         }
         (None, false) => fraction(error, want.error).ok_or(Claim::Bound(want.error)),
+    }
+}
+
+/// The bit pattern of `value` in `dtype` (exact for a value the dtype holds), in hex.
+fn dtype_bits(value: f64, dtype: DType) -> String {
+    let width = super::bits::hex_width(dtype);
+    match fkc_provider::AnyTensor::from_f64(dtype, &[1], &[value]) {
+        Ok(t) => format!("{:#0width$x}", t.to_bits().first().copied().unwrap_or(0)),
+        Err(_) => "?".to_owned(),
     }
 }
 

@@ -62,6 +62,10 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
         ("conv2d", "seed/reference-conv-pool.html#fkc-conv2d"),
         ("max_pool2d", "seed/reference-conv-pool.html#fkc-max-pool2d"),
         ("contiguize", "contracts/contiguize.html#fkc-contiguize"),
+        (
+            "conv2d_threaded",
+            "contracts/threaded.html#fkc-conv2d-threaded",
+        ),
     ] {
         assert!(
             inventory.contains(&format!("<a href=\"{link}\"><code>{kernel}</code></a>")),
@@ -69,7 +73,7 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
         );
     }
     assert!(
-        inventory.contains("5 contracts"),
+        inventory.contains("8 contracts"),
         "the inventory counts the book's contracts"
     );
     assert!(

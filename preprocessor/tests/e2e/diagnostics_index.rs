@@ -13,7 +13,7 @@ use std::path::Path;
 /// expect its own expectation to fail); FKC0310 is a note shown beside describe-only contracts;
 /// FKC0404 and FKC0405 by synthetic kernels in `verify`'s unit tests (no reference kernel
 /// changes dtype or is nondeterministic, so no contract in the book can fail them).
-const PROVEN_ELSEWHERE: [Code; 18] = [
+const PROVEN_ELSEWHERE: [Code; 19] = [
     Code::ExpectationNotMet,
     Code::DescribeOnly,
     // A note beside a contract whose values go unchecked (an error only under
@@ -29,6 +29,9 @@ const PROVEN_ELSEWHERE: [Code; 18] = [
     Code::ProviderRegistryMismatch,
     Code::KernelCrashed,
     Code::KernelTimedOut,
+    // Needs a kernel whose instruction-set levels disagree: the mutation suite's AVX2-only
+    // mutant proves it.
+    Code::LevelsDiffer,
     Code::ProviderDescription,
     Code::ProviderProtocolFault,
     Code::FrameLimit,

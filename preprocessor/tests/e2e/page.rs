@@ -164,12 +164,13 @@ fn identical_per_dtype_evidence_rows_are_shown_once() {
         "{checks:?}"
     );
     assert!(!checks.contains(&"F64 special values"), "{checks:?}");
-    // F32 ran 24 samples, the others 6: F32's row stays apart from the merged one.
+    // F32 ran every drawn sample, the others a few plus their own grown ones (grown for the
+    // paths each dtype's vectors take): rows that say the same are merged, the others apart.
     let accepts: Vec<&Vec<String>> = evidence
         .iter()
         .filter(|r| r[0].ends_with("accepts the admitted domain"))
         .collect();
-    assert_eq!(accepts.len(), 2, "{accepts:?}");
+    assert!(accepts.len() >= 2, "{accepts:?}");
     assert_eq!(accepts[0][0], "F32 accepts the admitted domain");
     // (every admitted sample: the 24 drawn plus those chosen at the box's edge)
     assert!(
@@ -177,10 +178,16 @@ fn identical_per_dtype_evidence_rows_are_shown_once() {
         "{:?}",
         accepts[0]
     );
-    assert_eq!(accepts[1][0], "F64, BF16, F16 accepts the admitted domain");
-    assert!(
-        accepts[1][1].contains("max_pool2d_{f64,bf16,f16}"),
-        "{:?}",
-        accepts[1]
+    let merged = accepts
+        .iter()
+        .find(|r| r[0].contains(", "))
+        .unwrap_or_else(|| panic!("no merged row: {accepts:?}"));
+    assert!(merged[1].contains("max_pool2d_{"), "{merged:?}");
+    let sentences: std::collections::BTreeSet<&str> =
+        accepts.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(
+        sentences.len(),
+        accepts.len(),
+        "a row repeated: {accepts:?}"
     );
 }

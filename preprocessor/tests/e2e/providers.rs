@@ -332,9 +332,16 @@ fn a_python_provider_written_from_the_format_reference_verifies_under_real_mdboo
             "{kernel}"
         );
     }
+    // The 30 drawn samples, and the grown ones that reach its paths.
+    let ran: usize = html
+        .split(" samples through <code>py_kernels::max_pool2d_f32</code>")
+        .next()
+        .and_then(|before| before.rsplit(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     assert!(
-        html.contains("30 samples through <code>py_kernels::max_pool2d_f32</code>"),
-        "max_pool2d's admitted samples did not run"
+        ran > 30,
+        "max_pool2d's admitted samples did not run ({ran})"
     );
     assert!(html.contains("values exactly the standard semantics of <code>"));
     // And it fails when its kernel lies: the gate really runs the Python code.

@@ -1,0 +1,356 @@
+//! Code paths and instruction-set levels. Every path a contract names (`caps.paths`) must be
+//! reached, in every dtype it is named for, by some admitted sample (the kernel reports the
+//! paths it takes through `fkc_provider::call::took`); every call runs at every
+//! instruction-set level the provider dispatches to and this machine runs, each level bit for
+//! bit the main one where the contract makes a bitwise claim, otherwise within its precision.
+
+use std::collections::BTreeSet;
+
+use super::Gate;
+use super::run::{Accepted, AtLevel, LevelResult, Runs};
+use super::sample::Sample;
+use super::shrink::sample_note;
+use crate::diag::Code;
+use crate::providers::Kernel;
+use fkc_provider::{DType, Description};
+
+/// The instruction-set levels the gate runs every call at.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Levels {
+    /// The main run's level (the best this machine runs); `None`: the provider's own choice.
+    pub main: Option<String>,
+    /// The other levels this machine runs, each compared with the main run.
+    pub others: Vec<String>,
+    /// The levels the provider lists that this machine cannot run (not verified).
+    pub not_here: Vec<String>,
+}
+
+impl Levels {
+    /// The levels a provider's description lists, split by whether this machine runs them.
+    pub fn of(description: &Description) -> Levels {
+        let (here, not_here): (Vec<_>, Vec<_>) =
+            description.levels.iter().partition(|l| l.runs_here);
+        let mut here = here.into_iter().map(|l| l.name.clone());
+        Levels {
+            main: here.next(),
+            others: here.collect(),
+            not_here: not_here.into_iter().map(|l| l.name.clone()).collect(),
+        }
+    }
+
+    /// How to run one sample: at the main level, then at every other one.
+    pub fn runs(&self, repeat: bool) -> Runs<'_> {
+        Runs {
+            repeat,
+            level: self.main.as_deref(),
+            others: &self.others,
+        }
+    }
+}
+
+/// This machine, for the evidence: its processor's name and architecture.
+pub fn machine() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, name)| name.split_whitespace().collect::<Vec<_>>().join(" "))
+        });
+    let arch = std::env::consts::ARCH;
+    match model {
+        Some(model) => format!("{model} ({arch})"),
+        None => arch.to_owned(),
+    }
+}
+
+impl Gate<'_> {
+    /// Whether the contract promises bits: an order, exactness or bitwise determinism.
+    pub(super) fn claims_bits(&self) -> bool {
+        self.claims_order() || self.stated_precision().max_ulp == Some(0) || self.promises_bitwise()
+    }
+
+    /// A call's runs at the other levels against its main run: the same bits where the
+    /// contract claims bits, otherwise each within the contract's precision. `None` after
+    /// reporting a failure.
+    pub(super) fn levels_agree(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        accepted: &Accepted,
+        predicted: &[Vec<i64>],
+    ) -> Option<()> {
+        for AtLevel { level, result } in &accepted.at_levels {
+            match result {
+                LevelResult::Same => {}
+                LevelResult::Failed(why) => {
+                    let why = why.clone();
+                    self.level_differs(kernel, dtype, sample, level, &why);
+                    return None;
+                }
+                LevelResult::Differs { bits, .. } if self.claims_bits() => {
+                    let why = first_difference(&accepted.bits, bits, dtype);
+                    self.level_differs(kernel, dtype, sample, level, &why);
+                    return None;
+                }
+                LevelResult::Differs { values, .. } => {
+                    let before = self.diagnostics.len();
+                    let held = self.values_hold(
+                        kernel,
+                        dtype,
+                        sample,
+                        &accepted.inputs,
+                        values,
+                        predicted,
+                    );
+                    if held.is_none() {
+                        for diagnostic in &mut self.diagnostics[before..] {
+                            diagnostic.notes.push(format!(
+                                "at instruction-set level `{level}` (the main run, at `{}`, agreed)",
+                                self.levels.main.as_deref().unwrap_or("the provider's choice")
+                            ));
+                        }
+                        return None;
+                    }
+                }
+            }
+        }
+        if !accepted.at_levels.is_empty() {
+            *self.level_samples.entry(dtype).or_default() += 1;
+        }
+        Some(())
+    }
+
+    fn level_differs(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        level: &str,
+        why: &str,
+    ) {
+        let main = self
+            .levels
+            .main
+            .clone()
+            .unwrap_or_else(|| "its own choice".to_owned());
+        let claims = self.claims_bits();
+        let span = self.raw.kernel.span.clone();
+        let diagnostic = self.error(
+            Code::LevelsDiffer,
+            span,
+            format!(
+                "`{}` at instruction-set level `{level}` disagrees with its run at `{main}`: {why}",
+                kernel.symbol
+            ),
+        );
+        diagnostic.notes.push(sample_note(dtype.name(), sample));
+        if claims {
+            diagnostic.notes.push("the contract claims bits (an order, `max_ulp: 0` or bitwise determinism), so every level must give the same bits".to_owned());
+        }
+        diagnostic.help.push(format!(
+            "fix the `{level}` path of the kernel (users whose processors select it get these results)"
+        ));
+    }
+
+    /// Records the paths a call of `dtype` reported.
+    pub(super) fn paths_reached(&mut self, dtype: DType, paths: &[String]) {
+        self.reached
+            .entry(dtype)
+            .or_default()
+            .extend(paths.iter().cloned());
+    }
+
+    /// The paths the contract names for `dtype` that no call of it reported yet.
+    pub(super) fn unreached(&self, dtype: DType) -> Vec<String> {
+        let reached = self.reached.get(&dtype);
+        self.named_paths(dtype)
+            .into_iter()
+            .filter(|p| !reached.is_some_and(|r| r.contains(p)))
+            .collect()
+    }
+
+    /// The paths the contract names for `dtype`.
+    fn named_paths(&self, dtype: DType) -> Vec<String> {
+        self.raw
+            .caps
+            .iter()
+            .flat_map(|c| &c.paths)
+            .filter(|p| p.dtypes.is_empty() || p.dtypes.iter().any(|d| d.value == dtype))
+            .map(|p| p.name.value.clone())
+            .collect()
+    }
+
+    /// Every named path reached in each dtype that ran (FKC0416 for one that was not), and the
+    /// evidence rows for paths and levels.
+    pub(super) fn path_coverage(&mut self, ran: &[DType]) {
+        let named: BTreeSet<String> = self
+            .raw
+            .caps
+            .iter()
+            .flat_map(|c| &c.paths)
+            .map(|p| p.name.value.clone())
+            .collect();
+        let mut missed = Vec::new();
+        for &dtype in ran {
+            for path in self.unreached(dtype) {
+                missed.push((dtype, path));
+            }
+        }
+        for (dtype, path) in &missed {
+            self.path_unreached(*dtype, path);
+        }
+        let reported: BTreeSet<&String> = self.reached.values().flatten().collect();
+        if !named.is_empty() {
+            let per_dtype: Vec<String> = ran
+                .iter()
+                .map(|&d| {
+                    let names = self.named_paths(d);
+                    let hit = names.len() - missed.iter().filter(|(m, _)| *m == d).count();
+                    format!("{} {hit}/{}", d.name(), names.len())
+                })
+                .collect();
+            let not: Vec<String> = missed
+                .iter()
+                .map(|(d, p)| format!("`{p}` in {}", d.name()))
+                .collect();
+            self.evidence.rows.push((
+                "code paths reached".to_owned(),
+                format!(
+                    "{} named in `caps.paths`, reached per dtype: {}{}",
+                    named.len(),
+                    per_dtype.join(", "),
+                    if not.is_empty() {
+                        format!("; not reached: {}", not.join(", "))
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
+        } else if !reported.is_empty() {
+            let list: Vec<&str> = reported
+                .iter()
+                .filter(|p| !p.starts_with("level."))
+                .map(|p| p.as_str())
+                .collect();
+            self.evidence.rows.push((
+                "code paths reached".to_owned(),
+                format!(
+                    "not checked — the contract names no `caps.paths`; the kernel reported {}",
+                    if list.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        list.join(", ")
+                    }
+                ),
+            ));
+        }
+        self.levels_evidence(ran);
+    }
+
+    fn levels_evidence(&mut self, ran: &[DType]) {
+        let Some(main) = self.levels.main.clone() else {
+            return;
+        };
+        let all: Vec<String> = std::iter::once(main)
+            .chain(self.levels.others.clone())
+            .collect();
+        let counts: Vec<String> = ran
+            .iter()
+            .filter_map(|d| {
+                self.level_samples
+                    .get(d)
+                    .map(|n| format!("{n} {} samples", d.name()))
+            })
+            .collect();
+        let compared = if self.levels.others.is_empty() {
+            "the only level this machine runs".to_owned()
+        } else if counts.is_empty() {
+            "the other levels were not compared (no sample ran)".to_owned()
+        } else {
+            format!(
+                "{} at each, {} the first",
+                counts.join(", "),
+                if self.claims_bits() {
+                    "bit for bit"
+                } else {
+                    "bit for bit or within the stated precision of"
+                }
+            )
+        };
+        let not_here = if self.levels.not_here.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; not verified (this machine cannot run them): {}",
+                self.levels.not_here.join(", ")
+            )
+        };
+        self.evidence.rows.push((
+            "instruction-set levels".to_owned(),
+            format!("{} on {}: {compared}{not_here}", all.join(", "), machine()),
+        ));
+    }
+
+    fn path_unreached(&mut self, dtype: DType, path: &str) {
+        let Some(named) = self
+            .raw
+            .caps
+            .iter()
+            .flat_map(|c| &c.paths)
+            .find(|p| p.name.value == path)
+        else {
+            return;
+        };
+        let span = named.name.span.clone();
+        let reported: Vec<String> = self
+            .reached
+            .get(&dtype)
+            .map(|r| {
+                r.iter()
+                    .filter(|p| !p.starts_with("level."))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let diagnostic = self.error(
+            Code::PathUnreached,
+            span,
+            format!("no {} sample reached the code path `{path}`", dtype.name()),
+        );
+        diagnostic.label = Some("named here".to_owned());
+        diagnostic.notes.push(format!(
+            "the {} calls reported {}",
+            dtype.name(),
+            if reported.is_empty() {
+                "no path".to_owned()
+            } else {
+                reported.join(", ")
+            }
+        ));
+        diagnostic.help.push("widen the contract's domain so that some admitted sample takes the path, restrict the path to the dtypes that take it (`dtypes:`), or remove it if the kernel no longer has it".to_owned());
+    }
+}
+
+/// The first element whose bits differ, with both patterns.
+fn first_difference(main: &[Vec<u64>], other: &[Vec<u64>], dtype: DType) -> String {
+    let width = super::bits::hex_width(dtype);
+    for (output, (a, b)) in main.iter().zip(other).enumerate() {
+        if let Some(at) = a.iter().zip(b).position(|(x, y)| x != y) {
+            return format!(
+                "output {output} element {at} is {:#0width$x} here and {:#0width$x} there",
+                b[at], a[at],
+            );
+        }
+        if a.len() != b.len() {
+            return format!(
+                "output {output} has {} elements here and {} there",
+                b.len(),
+                a.len()
+            );
+        }
+    }
+    "the outputs differ".to_owned()
+}

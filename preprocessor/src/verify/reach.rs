@@ -1,0 +1,389 @@
+//! Reaching every code path: the drawn samples are small (dims 1 to 6), so a kernel's
+//! vectorised, tiled and unrolled code is rarely reached by them. Grown samples are added,
+//! each an admitted one with a dim raised: the first input's innermost extent swept until the
+//! first output's innermost extent has taken [`SWEEP`] consecutive values past several vector
+//! widths (so its last vector has every residue), and each other dim raised past the register
+//! tiles ([`RAISED`]), the dims that constraints tie to it following. A raised sample is kept
+//! when it reaches a set of code paths no kept sample reached; while a path the contract
+//! names is still unreached, random growth goes on for at most [`TRIES`] candidates.
+
+use std::collections::BTreeSet;
+
+use super::run::{Outcome, Runs, call};
+use super::sample::{Rng, Sample, Verdict};
+use super::shrink::{Check, Keep, Replay};
+use super::{Admitted, Gate};
+use crate::providers::{Crash, Kernel};
+use fkc_provider::DType;
+
+/// Consecutive innermost output extents the sweep reaches, from [`SWEEP_FROM`]: every residue
+/// of a 16-lane vector (AVX-512 f32) and so of every narrower one.
+const SWEEP: i64 = 16;
+/// The first output extent of the sweep: past three vectors of 16 lanes, so that four are
+/// needed.
+const SWEEP_FROM: i64 = 49;
+/// The largest innermost input extent the sweep tries.
+const MAX_SWEPT_EXTENT: i64 = 512;
+/// The values a raised dim takes: past 4-wide register tiles, and past twice that.
+const RAISED: [i64; 4] = [4, 5, 8, 9];
+/// The values a raised parameter takes.
+const RAISED_PARAM: [i64; 2] = [2, 4];
+/// The value two dims raised together take.
+const PAIRED: i64 = 9;
+/// The smallest samples the sweep starts from, in turn, until every extent is reached.
+const SWEEP_BASES: usize = 4;
+/// The elements (operands and outputs) a grown sample may have.
+const GROWN_ELEMENTS: i64 = 1 << 15;
+/// Random growth attempts while a named path is unreached.
+const TRIES: usize = 160;
+
+impl Gate<'_> {
+    /// Grown admitted samples for `dtype` (see the module documentation), in the order found.
+    pub(super) fn grown(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        admitted: &Admitted,
+    ) -> Admitted {
+        let mut smallest: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
+        smallest.sort_by_key(|s| s.elements());
+        // Each of the smallest samples with every parameter 1 (unit strides and dilations, so
+        // that one output row is one run of columns) first, where that is still a sample.
+        // The very first is the smallest with every dim lowered as far as it goes, so that dims
+        // raised on it (in pairs too) keep grown samples small.
+        let mut bases: Vec<Sample> = Vec::new();
+        if let Some(first) = smallest.first() {
+            let lowered = self.lowered(first, dtype);
+            let plain = self.plain(&lowered, dtype).unwrap_or(lowered);
+            bases.push(self.lowered(&plain, dtype));
+        }
+        for sample in smallest.iter().take(SWEEP_BASES) {
+            if let Some(plain) = self.plain(sample, dtype)
+                && !bases.contains(&plain)
+            {
+                bases.push(plain);
+            }
+        }
+        bases.extend(smallest.iter().map(|s| (*s).clone()));
+        let mut grown: Admitted = Vec::new();
+        let mut seen: BTreeSet<Vec<String>> = BTreeSet::new();
+        // The sweep: the first output's innermost extent through every value of the target
+        // range (from the smallest samples on, as strides let each reach some of them), every
+        // such sample kept (its residue is what it is for).
+        let mut wanted: BTreeSet<i64> = (SWEEP_FROM..SWEEP_FROM + SWEEP).collect();
+        for base in bases.iter().take(SWEEP_BASES) {
+            for extent in 1..=MAX_SWEPT_EXTENT {
+                if wanted.is_empty() {
+                    break;
+                }
+                let Some(candidate) = self.innermost(base, extent, dtype) else {
+                    break;
+                };
+                let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype) else {
+                    continue;
+                };
+                let innermost = outputs.first().and_then(|o| o.last()).copied();
+                if !innermost.is_some_and(|o| wanted.remove(&o)) {
+                    continue;
+                }
+                if let Some((outputs, paths)) = self.try_grown(kernel, dtype, &candidate, admitted)
+                {
+                    seen.insert(paths);
+                    grown.push((candidate, outputs));
+                }
+            }
+        }
+        // Dims raised on the smallest sample and on the first sample of the sweep from each
+        // base, one at a time and in pairs: kept for a new set of paths.
+        let mut wides: Vec<Sample> = Vec::new();
+        for (sample, _) in &grown {
+            if !wides.iter().any(|w| same_but_innermost(w, sample)) {
+                wides.push(sample.clone());
+            }
+        }
+        for wide in bases.first().into_iter().chain(&wides) {
+            let dims = dim_count(wide);
+            for variable in 0..dims {
+                for value in RAISED {
+                    let candidate = self.domain.tied(&raise(wide, variable, value), dtype);
+                    self.keep_if_new(kernel, dtype, candidate, admitted, &mut grown, &mut seen);
+                }
+                for other in variable + 1..dims {
+                    let pair = raise(&raise(wide, variable, PAIRED), other, PAIRED);
+                    let candidate = self.domain.tied(&pair, dtype);
+                    self.keep_if_new(kernel, dtype, candidate, admitted, &mut grown, &mut seen);
+                }
+            }
+        }
+        // Each parameter value raised on the first bases and on the first wide sample (a
+        // stride, a thread count): kept for a new set of paths.
+        for wide in bases.iter().take(SWEEP_BASES).chain(wides.first()) {
+            for at in 0..param_count(wide) {
+                for value in RAISED_PARAM {
+                    let candidate = self.domain.tied(&with_param(wide, at, value), dtype);
+                    self.keep_if_new(kernel, dtype, candidate, admitted, &mut grown, &mut seen);
+                }
+            }
+        }
+        // Random growth while a named path is unreached: from a wide plain sample half of the
+        // time (else any sample), one to three dims raised, a parameter set to 2..8 a third of
+        // the time, and half of the time the innermost extent widened and a parameter brought
+        // to 1 (a unit stride or dilation).
+        let mut rng = Rng::new(self.seed ^ 0x00c0_ffee);
+        for _ in 0..TRIES {
+            if self.unreached(dtype).is_empty() {
+                break;
+            }
+            let from = if !wides.is_empty() && rng.range(0, 1) == 1 {
+                wides.get(pick(&mut rng, wides.len())).cloned()
+            } else {
+                let at = pick(&mut rng, admitted.len() + grown.len());
+                admitted
+                    .get(at)
+                    .or_else(|| grown.get(at - admitted.len()))
+                    .map(|(s, _)| s.clone())
+            };
+            let Some(mut candidate) = from else {
+                break;
+            };
+            for _ in 0..rng.range(1, 3) {
+                let variable = pick(&mut rng, dim_count(&candidate));
+                candidate = raise(&candidate, variable, rng.range(2, 12));
+            }
+            if rng.range(0, 2) == 0 {
+                let value = rng.range(2, 8);
+                set_param(&mut candidate, &mut rng, value);
+            }
+            if rng.range(0, 1) == 1 {
+                set_param(&mut candidate, &mut rng, 1);
+                let extent = rng.range(17, 200);
+                if let Some(wider) = self.innermost(&candidate, extent, dtype) {
+                    candidate = wider;
+                }
+            }
+            let candidate = self.domain.tied(&candidate, dtype);
+            self.keep_if_new(kernel, dtype, candidate, admitted, &mut grown, &mut seen);
+        }
+        grown
+    }
+
+    /// `sample` with every parameter value 1 — or, where that is not a sample, with one
+    /// parameter 0 besides (an `output_padding` below a unit stride) — if some such is one.
+    fn plain(&self, sample: &Sample, dtype: DType) -> Option<Sample> {
+        let ones = plain(sample);
+        let admits = |s: &Sample| matches!(self.domain.verdict(s, dtype), Verdict::Admitted { .. });
+        let tied = self.domain.tied(&ones, dtype);
+        if admits(&tied) {
+            return Some(tied);
+        }
+        (0..ones.params.len()).find_map(|at| {
+            let mut zeroed = ones.clone();
+            if let Some((_, param)) = zeroed.params.get_mut(at) {
+                set_all(param, 0);
+            }
+            let tied = self.domain.tied(&zeroed, dtype);
+            admits(&tied).then_some(tied)
+        })
+    }
+
+    /// `sample` with each dim in turn lowered to 1 (the dims tied to it following) where that
+    /// is still a sample.
+    fn lowered(&self, sample: &Sample, dtype: DType) -> Sample {
+        let mut lowest = sample.clone();
+        for variable in 0..dim_count(sample) {
+            let candidate = self.domain.tied(&raise(&lowest, variable, 1), dtype);
+            if matches!(
+                self.domain.verdict(&candidate, dtype),
+                Verdict::Admitted { .. }
+            ) {
+                lowest = candidate;
+            }
+        }
+        lowest
+    }
+
+    /// `sample` with the first input's innermost extent set to `extent` (and the dims tied to
+    /// it following), if that is still a sample.
+    fn innermost(&self, sample: &Sample, extent: i64, dtype: DType) -> Option<Sample> {
+        let mut candidate = sample.clone();
+        let (_, dims, present) = candidate.inputs.first_mut()?;
+        if !*present {
+            return None;
+        }
+        *dims.last_mut()? = extent;
+        Some(self.domain.tied(&candidate, dtype))
+    }
+
+    /// Keeps `candidate` when it is admitted, new, small enough and reaches a set of paths no
+    /// kept sample reached.
+    fn keep_if_new(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        candidate: Sample,
+        admitted: &Admitted,
+        grown: &mut Admitted,
+        seen: &mut BTreeSet<Vec<String>>,
+    ) {
+        if grown.iter().any(|(s, _)| *s == candidate) {
+            return;
+        }
+        if let Some((outputs, paths)) = self.try_grown(kernel, dtype, &candidate, admitted)
+            && seen.insert(paths)
+        {
+            grown.push((candidate, outputs));
+        }
+    }
+
+    /// Runs an admitted, new, small enough `candidate` once: its predicted outputs and the
+    /// paths it took (`None` when it is not such a sample or the kernel did not accept it; the
+    /// admitted check then finds nothing new in it).
+    fn try_grown(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        candidate: &Sample,
+        admitted: &Admitted,
+    ) -> Option<(Vec<Vec<i64>>, Vec<String>)> {
+        if self.growth_stopped || admitted.iter().any(|(s, _)| s == candidate) {
+            return None;
+        }
+        let Verdict::Admitted { outputs } = self.domain.verdict(candidate, dtype) else {
+            return None;
+        };
+        if weight(candidate, &outputs) > GROWN_ELEMENTS {
+            return None;
+        }
+        let runs = Runs {
+            level: self.levels.main.as_deref(),
+            ..Runs::default()
+        };
+        match call(kernel, &self.domain, candidate, dtype, self.seed, runs) {
+            Outcome::Accepted(accepted) => {
+                self.paths_reached(dtype, &accepted.paths);
+                Some((outputs, accepted.paths))
+            }
+            // A hang is reported here (its entry point is not called again): growth stops.
+            Outcome::Crashed(crash @ (Crash::TimedOut(_) | Crash::Hung(_))) => {
+                let before = self.diagnostics.len();
+                self.crashed(kernel, dtype, candidate, &crash);
+                let replay = Replay {
+                    kernel,
+                    dtype,
+                    seed: self.seed,
+                    check: Check::Domain,
+                    keep: Keep::Admitted,
+                };
+                self.shrink_report(before, &replay, candidate);
+                self.growth_stopped = true;
+                None
+            }
+            // A refusal or another crash of an admitted sample: the admitted check reports it.
+            Outcome::Rejected(_) | Outcome::Crashed(_) => Some((outputs, Vec::new())),
+            Outcome::Skipped(_) => None,
+        }
+    }
+}
+
+/// A random index below `n` (0 when `n` is 0).
+fn pick(rng: &mut Rng, n: usize) -> usize {
+    let high = i64::try_from(n)
+        .unwrap_or(i64::MAX)
+        .saturating_sub(1)
+        .max(0);
+    usize::try_from(rng.range(0, high)).unwrap_or(0)
+}
+
+/// The elements of a sample's present operands and of its outputs.
+fn weight(sample: &Sample, outputs: &[Vec<i64>]) -> i64 {
+    let out: i64 = outputs
+        .iter()
+        .map(|dims| dims.iter().product::<i64>())
+        .sum();
+    sample.elements().saturating_add(out)
+}
+
+/// The dims of a sample's present inputs, in all.
+fn dim_count(sample: &Sample) -> usize {
+    sample
+        .inputs
+        .iter()
+        .filter(|(_, _, present)| *present)
+        .map(|(_, dims, _)| dims.len())
+        .sum()
+}
+
+/// Whether two samples differ at most in the first input's innermost extent.
+fn same_but_innermost(a: &Sample, b: &Sample) -> bool {
+    let mut b = b.clone();
+    if let (Some((_, mine, _)), Some((_, theirs, _))) = (a.inputs.first(), b.inputs.first_mut())
+        && let (Some(m), Some(t)) = (mine.last(), theirs.last_mut())
+    {
+        *t = *m;
+    }
+    *a == b
+}
+
+/// `sample` with every parameter value 1.
+fn plain(sample: &Sample) -> Sample {
+    let mut plain = sample.clone();
+    for (_, param) in &mut plain.params {
+        set_all(param, 1);
+    }
+    plain
+}
+
+/// Sets every value of `param` to `value`.
+fn set_all(param: &mut super::sample::Param, value: i64) {
+    match param {
+        super::sample::Param::Int(v) => *v = value,
+        super::sample::Param::Ints(values) => values.iter_mut().for_each(|v| *v = value),
+    }
+}
+
+/// Every parameter value of `sample` (each element of a tuple), in order.
+fn param_values(sample: &mut Sample) -> Vec<&mut i64> {
+    sample
+        .params
+        .iter_mut()
+        .flat_map(|(_, param)| match param {
+            super::sample::Param::Int(v) => std::slice::from_mut(v),
+            super::sample::Param::Ints(values) => values.as_mut_slice(),
+        })
+        .collect()
+}
+
+/// The parameter values of `sample`, in all.
+fn param_count(sample: &Sample) -> usize {
+    param_values(&mut sample.clone()).len()
+}
+
+/// `sample` with its `at`-th parameter value set to `value`.
+fn with_param(sample: &Sample, at: usize, value: i64) -> Sample {
+    let mut changed = sample.clone();
+    if let Some(slot) = param_values(&mut changed).get_mut(at) {
+        **slot = value;
+    }
+    changed
+}
+
+/// Sets one random parameter value of `sample` to `value`.
+fn set_param(sample: &mut Sample, rng: &mut Rng, value: i64) {
+    let at = pick(rng, param_count(sample));
+    *sample = with_param(sample, at, value);
+}
+
+/// `sample` with its `variable`-th present dim set to `value`.
+fn raise(sample: &Sample, variable: usize, value: i64) -> Sample {
+    let mut raised = sample.clone();
+    if let Some(slot) = raised
+        .inputs
+        .iter_mut()
+        .filter(|(_, _, present)| *present)
+        .flat_map(|(_, dims, _)| dims.iter_mut())
+        .nth(variable)
+    {
+        *slot = value;
+    }
+    raised
+}
