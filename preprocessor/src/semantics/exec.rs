@@ -232,6 +232,17 @@ impl IE {
     /// proved it).
     #[inline]
     fn eval(&self, ints: &[i64]) -> Option<i64> {
+        match self {
+            IE::Const(c) => Some(*c),
+            IE::Lin(terms, k) => Some(terms.iter().fold(*k, |sum, &(slot, c)| {
+                sum.wrapping_add(c.wrapping_mul(ints[slot]))
+            })),
+            _ => self.eval_tree(ints),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_tree(&self, ints: &[i64]) -> Option<i64> {
         Some(match self {
             IE::Const(c) => *c,
             IE::Lin(terms, k) => terms.iter().fold(*k, |sum, &(slot, c)| {
@@ -364,6 +375,8 @@ struct Nest<V> {
     depth: usize,
     lo: Box<[IE]>,
     hi: Box<[IE]>,
+    /// Every level's range and the box's size, when they are numbers for the run.
+    fixed: Option<(Box<[(i64, i64)]>, u64)>,
     /// Form offsets that may fail (evaluated first on entry, as the reference does).
     fallible: Box<[IE]>,
     /// Updates per innermost iteration (for the budget).
@@ -439,6 +452,18 @@ enum Kernel<V> {
         dtype: DType,
         ops: u64,
         mac: bool,
+    },
+    /// `slot = max(slot, a[…])` (or `min`, the operands either way round), the slot held in
+    /// a register across the range.
+    Extreme {
+        slot: usize,
+        read: usize,
+        func: Func,
+        slot_first: bool,
+        dtype: DType,
+        ops: u64,
+        mac: bool,
+        compare: bool,
     },
     /// `slot = value`, the slot held in a register across the range.
     Fold(NUpdate<V>),
@@ -1095,6 +1120,36 @@ impl<A: Arith> Lower<'_, '_, A> {
             },
             [
                 NUpdate {
+                    target: Target::Slot(slot),
+                    op: AssignOp::Set,
+                    value: NV::Func(func @ (Func::Max | Func::Min), args, dtype),
+                    ops,
+                    mac,
+                    compare,
+                },
+            ] if matches!(
+                args.as_ref(),
+                [NV::Slot(s, _), NV::Read(_)] | [NV::Read(_), NV::Slot(s, _)] if s == slot
+            ) =>
+            {
+                let (read, slot_first) = match args.as_ref() {
+                    [NV::Slot(..), NV::Read(read)] => (*read, true),
+                    [NV::Read(read), _] => (*read, false),
+                    _ => return Err(Bail),
+                };
+                Kernel::Extreme {
+                    slot: *slot,
+                    read,
+                    func: *func,
+                    slot_first,
+                    dtype: *dtype,
+                    ops: *ops,
+                    mac: *mac,
+                    compare: *compare,
+                }
+            }
+            [
+                NUpdate {
                     target: Target::Slot(_),
                     op: AssignOp::Set,
                     ..
@@ -1109,12 +1164,12 @@ impl<A: Arith> Lower<'_, '_, A> {
                 flat[level * n + row] = *v;
             }
         }
-        let lo = plan
+        let lo: Box<[IE]> = plan
             .levels
             .iter()
             .map(|l| offsets[l.lo].0.clone())
             .collect();
-        let hi = plan
+        let hi: Box<[IE]> = plan
             .levels
             .iter()
             .map(|l| offsets[l.hi].0.clone())
@@ -1126,10 +1181,12 @@ impl<A: Arith> Lower<'_, '_, A> {
                     _ => return Err(Bail),
                 })
         })?;
+        let fixed = fixed_ranges(&lo, &hi);
         Ok(Code::Nest(Box::new(Nest {
             depth,
             lo,
             hi,
+            fixed,
             fallible: fallible.into(),
             updates: plan.updates.len() as u64,
             taps: plan.taps,
@@ -1182,6 +1239,20 @@ impl<A: Arith> Lower<'_, '_, A> {
     }
 }
 
+/// Every level's range and their box's size, when every bound is a number.
+fn fixed_ranges(lo: &[IE], hi: &[IE]) -> Option<(Box<[(i64, i64)]>, u64)> {
+    let mut ranges = Vec::with_capacity(lo.len());
+    let mut iterations: u64 = 1;
+    for (lo, hi) in lo.iter().zip(hi) {
+        let (IE::Const(lo), IE::Const(hi)) = (lo, hi) else {
+            return None;
+        };
+        ranges.push((*lo, *hi));
+        iterations = iterations.saturating_mul(u64::try_from(hi.saturating_sub(*lo)).unwrap_or(0));
+    }
+    Some((ranges.into(), iterations))
+}
+
 fn collect_from_int(v: &FastVal, out: &mut Vec<usize>) {
     match v {
         FastVal::FromInt(form, _) => {
@@ -1206,11 +1277,63 @@ fn collect_from_int(v: &FastVal, out: &mut Vec<usize>) {
 // ---------------------------------------------------------------------------------------------
 // Running.
 
+/// The range of a level within `lo..hi` where each bound `coefs[row]·v + values[row] >= 0`
+/// holds: [`fast::solve`]'s (no overflow is possible: the intervals proved it).
+#[inline]
+fn solve(lo: i64, hi: i64, bounds: &[usize], coefs: &[i64], values: &[i64]) -> (i64, i64) {
+    let (mut lo, mut hi) = (lo, hi);
+    for &row in bounds {
+        let (a, b) = (coefs[row], values[row]);
+        match a {
+            1 => lo = lo.max(-b),
+            -1 => hi = hi.min(b + 1),
+            0 if b < 0 => return (lo, lo),
+            0 => {}
+            // v >= ceil(-b / a)
+            _ if a > 0 => lo = lo.max(-(b.div_euclid(a))),
+            // v <= floor(b / -a)
+            _ => hi = hi.min(b.div_euclid(-a) + 1),
+        }
+    }
+    (lo, hi.max(lo))
+}
+
 /// Marks `n` elements from `base` by `step` read.
 #[inline]
 fn mark(read: &mut [bool], base: i64, step: i64, n: usize) {
     for k in 0..n as i64 {
         read[(base + step * k) as usize] = true;
+    }
+}
+
+/// The innermost runs of a box: its outer levels' points in lexicographic order, each row's
+/// value at the point in `here`.
+struct Runs<'a> {
+    odometer: &'a mut [i64],
+    here: &'a mut [i64],
+    coefs: &'a [i64],
+    rows: usize,
+    live: usize,
+    cut: &'a [(i64, i64)],
+}
+
+impl Runs<'_> {
+    /// `run` at every point, until one gives up.
+    #[inline(always)]
+    fn each<T>(&mut self, this: &mut T, mut run: impl FnMut(&mut T, &[i64]) -> Go<()>) -> Go<()> {
+        loop {
+            run(this, self.here)?;
+            if !advance(
+                self.odometer,
+                self.here,
+                self.coefs,
+                self.rows,
+                self.live,
+                self.cut,
+            ) {
+                return Ok(());
+            }
+        }
     }
 }
 
@@ -1623,17 +1746,29 @@ impl<'p, A: Arith> Exec<'p, A> {
             offset.eval(&self.ints).ok_or(Bail)?;
         }
         let depth = nest.depth;
-        self.ranges.clear();
-        let mut iterations: u64 = 1;
-        for (lo, hi) in nest.lo.iter().zip(nest.hi.iter()) {
-            let (lo, hi) = (
-                lo.eval(&self.ints).ok_or(Bail)?,
-                hi.eval(&self.ints).ok_or(Bail)?,
-            );
-            self.ranges.push((lo, hi));
-            iterations =
-                iterations.saturating_mul(u64::try_from(hi.saturating_sub(lo)).unwrap_or(0));
-        }
+        let mut ranges = std::mem::take(&mut self.ranges);
+        let iterations = match &nest.fixed {
+            Some((fixed, iterations)) => {
+                ranges.clear();
+                ranges.extend_from_slice(fixed);
+                *iterations
+            }
+            None => {
+                ranges.clear();
+                let mut iterations: u64 = 1;
+                for (lo, hi) in nest.lo.iter().zip(nest.hi.iter()) {
+                    let (Some(lo), Some(hi)) = (lo.eval(&self.ints), hi.eval(&self.ints)) else {
+                        self.ranges = ranges;
+                        return Err(Bail);
+                    };
+                    ranges.push((lo, hi));
+                    iterations = iterations
+                        .saturating_mul(u64::try_from(hi.saturating_sub(lo)).unwrap_or(0));
+                }
+                iterations
+            }
+        };
+        self.ranges = ranges;
         if iterations.saturating_mul(1 + nest.updates) > self.steps_left {
             // the reference refuses it, or walks it generically near the end of its budget
             return Err(Bail);
@@ -1653,10 +1788,14 @@ impl<'p, A: Arith> Exec<'p, A> {
         if scratch.len() < rows * (depth + 1) {
             scratch.resize(rows * (depth + 1), 0);
         }
+        let mut bases = Ok(());
         for (slot, base) in scratch.iter_mut().zip(nest.bases.iter()) {
-            *slot = base.eval(&self.ints).ok_or(Bail)?;
+            match base.eval(&self.ints) {
+                Some(value) => *slot = value,
+                None => bases = Err(Bail),
+            }
         }
-        let result = self.enter(nest, &mut scratch);
+        let result = bases.and_then(|()| self.enter(nest, &mut scratch));
         self.scratch = scratch;
         result
     }
@@ -1668,33 +1807,34 @@ impl<'p, A: Arith> Exec<'p, A> {
                 return Err(Bail);
             }
         }
-        self.cut.clear();
+        let mut cut = std::mem::take(&mut self.cut);
+        cut.clear();
+        let mut empty = false;
         for level in 0..depth {
-            let cut = if nest.hoisted[level] {
-                let (lo, hi) = self.ranges[level];
-                let bounds = nest.bounds[level]
-                    .iter()
-                    .map(|row| (nest.coefs[level * rows + row], scratch[*row]));
-                fast::solve(lo, hi, bounds).ok_or(Bail)?
+            let (lo, hi) = self.ranges[level];
+            let range = if nest.hoisted[level] {
+                let coefs = &nest.coefs[level * rows..(level + 1) * rows];
+                solve(lo, hi, &nest.bounds[level], coefs, scratch)
             } else {
-                (0, 0)
+                (lo, hi)
             };
-            self.cut.push(cut);
+            empty |= range.0 >= range.1;
+            cut.push(range);
         }
-        if nest.boxed {
-            let cut = std::mem::take(&mut self.cut);
-            let result = self.boxed(nest, &cut, scratch);
-            self.cut = cut;
-            return result;
-        }
-        self.walk(nest, 0, scratch)
+        let result = if !nest.boxed {
+            self.walk(nest, 0, &cut, scratch)
+        } else if empty {
+            Ok(())
+        } else {
+            self.boxed(nest, &cut, scratch)
+        };
+        self.cut = cut;
+        result
     }
 
-    /// A nest whose innermost body runs over the box `cut`, in lexicographic order.
+    /// A nest whose innermost body runs over the box `cut` (no level empty), in lexicographic
+    /// order: each kernel loops over the whole box.
     fn boxed(&mut self, nest: &Nest<A::V>, cut: &[(i64, i64)], scratch: &mut [i64]) -> Go<()> {
-        if cut.iter().any(|(from, to)| from >= to) {
-            return Ok(());
-        }
         let (rows, live, inner) = (nest.rows, nest.live, nest.depth - 1);
         let here = &mut scratch[..rows];
         for (level, (from, _)) in cut[..inner].iter().enumerate() {
@@ -1708,6 +1848,14 @@ impl<'p, A: Arith> Exec<'p, A> {
         odometer.extend(cut[..inner].iter().map(|(from, _)| *from));
         let steps = &nest.coefs[inner * rows..(inner + 1) * rows];
         let (from, to) = cut[inner];
+        let mut runs = Runs {
+            odometer: &mut odometer,
+            here,
+            coefs: &nest.coefs,
+            rows,
+            live,
+            cut,
+        };
         let result = match &nest.kernel {
             Kernel::Dot {
                 slot,
@@ -1716,59 +1864,60 @@ impl<'p, A: Arith> Exec<'p, A> {
                 dtype,
                 ops,
                 mac,
-            } => {
-                let (ta, tb) = (nest.tensors[*a], nest.tensors[*b]);
-                let n = (to - from) as usize;
-                let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
-                let (sa, sb) = (steps[*a], steps[*b]);
-                match self.vals[*slot].take() {
-                    None => Err(Bail),
-                    Some(mut cell) => {
-                        let mut runs: u64 = 0;
-                        loop {
-                            let (ba, bb) = (here[*a] + sa * from, here[*b] + sb * from);
-                            self.arith
-                                .dot(&mut cell, xs, (ba, sa), ws, (bb, sb), n, *dtype);
-                            mark(&mut self.tensors[ta].read, ba, sa, n);
-                            mark(&mut self.tensors[tb].read, bb, sb, n);
-                            runs += 1;
-                            if !advance(&mut odometer, here, &nest.coefs, rows, live, cut) {
-                                break;
-                            }
-                        }
-                        self.vals[*slot] = Some(cell);
-                        let total = runs * n as u64;
-                        self.counts.ops += ops * total;
-                        self.counts.macs += u64::from(*mac) * total;
-                        self.steps_left = self.steps_left.saturating_sub(total);
+            } => match self.vals[*slot].take() {
+                None => Err(Bail),
+                Some(mut cell) => {
+                    let (a, b, dtype) = (*a, *b, *dtype);
+                    let (ta, tb) = (nest.tensors[a], nest.tensors[b]);
+                    let n = (to - from) as usize;
+                    let (sa, sb) = (steps[a], steps[b]);
+                    let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
+                    let arith = self.arith;
+                    let mut count: u64 = 0;
+                    let result = runs.each(self, |this, here| {
+                        let (ba, bb) = (here[a] + sa * from, here[b] + sb * from);
+                        arith.dot(&mut cell, xs, (ba, sa), ws, (bb, sb), n, dtype);
+                        mark(&mut this.tensors[ta].read, ba, sa, n);
+                        mark(&mut this.tensors[tb].read, bb, sb, n);
+                        count += 1;
                         Ok(())
-                    }
-                }
-            }
-            _ => loop {
-                if let Err(bail) = self.kernel(nest, from, to, here, steps) {
-                    break Err(bail);
-                }
-                if !advance(&mut odometer, here, &nest.coefs, rows, live, cut) {
-                    break Ok(());
+                    });
+                    self.vals[*slot] = Some(cell);
+                    let total = count * n as u64;
+                    self.counts.ops += ops * total;
+                    self.counts.macs += u64::from(*mac) * total;
+                    self.steps_left = self.steps_left.saturating_sub(total);
+                    result
                 }
             },
+            Kernel::Scatter { .. } => {
+                runs.each(self, |this, here| this.scatter(nest, from, to, here, steps))
+            }
+            Kernel::Extreme { .. } => {
+                runs.each(self, |this, here| this.extreme(nest, from, to, here, steps))
+            }
+            Kernel::Fold(_) | Kernel::General(_) => {
+                runs.each(self, |this, here| this.kernel(nest, from, to, here, steps))
+            }
         };
         self.odometer = odometer;
         result
     }
 
-    fn walk(&mut self, nest: &Nest<A::V>, level: usize, scratch: &mut [i64]) -> Go<()> {
+    fn walk(
+        &mut self,
+        nest: &Nest<A::V>,
+        level: usize,
+        cut: &[(i64, i64)],
+        scratch: &mut [i64],
+    ) -> Go<()> {
         let rows = nest.rows;
         let coefs = &nest.coefs[level * rows..(level + 1) * rows];
         let (from, to) = if nest.hoisted[level] {
-            self.cut[level]
+            cut[level]
         } else {
-            let (lo, hi) = self.ranges[level];
-            let bounds = nest.bounds[level]
-                .iter()
-                .map(|row| (coefs[*row], scratch[*row]));
-            fast::solve(lo, hi, bounds).ok_or(Bail)?
+            let (lo, hi) = cut[level];
+            solve(lo, hi, &nest.bounds[level], coefs, scratch)
         };
         if from >= to {
             return Ok(());
@@ -1781,7 +1930,20 @@ impl<'p, A: Arith> Exec<'p, A> {
             }
         }
         if level + 1 == nest.depth {
-            return self.kernel(nest, from, to, &scratch[..rows], coefs);
+            let here = &scratch[..rows];
+            return match &nest.kernel {
+                Kernel::Dot { slot, .. } => {
+                    let Some(mut cell) = self.vals[*slot].take() else {
+                        return Err(Bail);
+                    };
+                    self.dot(nest, &mut cell, from, to, here, coefs);
+                    self.vals[*slot] = Some(cell);
+                    Ok(())
+                }
+                Kernel::Scatter { .. } => self.scatter(nest, from, to, here, coefs),
+                Kernel::Extreme { .. } => self.extreme(nest, from, to, here, coefs),
+                Kernel::Fold(_) | Kernel::General(_) => self.kernel(nest, from, to, here, coefs),
+            };
         }
         let (here, deeper) = scratch.split_at_mut(rows);
         let live = nest.live;
@@ -1789,13 +1951,158 @@ impl<'p, A: Arith> Exec<'p, A> {
             for ((next, value), c) in deeper[..live].iter_mut().zip(&here[..live]).zip(coefs) {
                 *next = value + c * v;
             }
-            self.walk(nest, level + 1, deeper)?;
+            self.walk(nest, level + 1, cut, deeper)?;
         }
         Ok(())
     }
 
-    /// The innermost level over `from..to` (not empty): each access's flat position at `v` is
-    /// `here[access] + steps[access]·v`.
+    /// `slot += a[…] * b[…]` over `from..to` (the slot's cell taken out into `cell`).
+    #[inline(always)]
+    fn dot(
+        &mut self,
+        nest: &Nest<A::V>,
+        cell: &mut A::Cell,
+        from: i64,
+        to: i64,
+        here: &[i64],
+        steps: &[i64],
+    ) {
+        let Kernel::Dot {
+            a,
+            b,
+            dtype,
+            ops,
+            mac,
+            ..
+        } = &nest.kernel
+        else {
+            return;
+        };
+        let (ta, tb) = (nest.tensors[*a], nest.tensors[*b]);
+        let n = (to - from) as usize;
+        let (sa, sb) = (steps[*a], steps[*b]);
+        let (ba, bb) = (here[*a] + sa * from, here[*b] + sb * from);
+        let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
+        self.arith.dot(cell, xs, (ba, sa), ws, (bb, sb), n, *dtype);
+        mark(&mut self.tensors[ta].read, ba, sa, n);
+        mark(&mut self.tensors[tb].read, bb, sb, n);
+        let n = n as u64;
+        self.counts.ops += ops * n;
+        self.counts.macs += u64::from(*mac) * n;
+        self.steps_left = self.steps_left.saturating_sub(n);
+    }
+
+    /// `out[…] += a[…] * b[…]` over `from..to`.
+    #[inline(always)]
+    fn scatter(
+        &mut self,
+        nest: &Nest<A::V>,
+        from: i64,
+        to: i64,
+        here: &[i64],
+        steps: &[i64],
+    ) -> Go<()> {
+        let Kernel::Scatter {
+            write,
+            a,
+            b,
+            dtype,
+            ops,
+            mac,
+        } = &nest.kernel
+        else {
+            return Err(Bail);
+        };
+        let (ta, tb, tw) = (nest.tensors[*a], nest.tensors[*b], nest.tensors[*write]);
+        let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
+        let (sa, sb, sw) = (steps[*a], steps[*b], steps[*write]);
+        let n = (to - from) as usize;
+        let (ba, bb, bw) = (
+            here[*a] + sa * from,
+            here[*b] + sb * from,
+            here[*write] + sw * from,
+        );
+        mark(&mut self.tensors[ta].read, ba, sa, n);
+        mark(&mut self.tensors[tb].read, bb, sb, n);
+        let arith = self.arith;
+        let data = &mut self.tensors[tw].data;
+        for k in 0..n as i64 {
+            let (x, w) = (
+                arith.input(xs[(ba + sa * k) as usize]),
+                arith.input(ws[(bb + sb * k) as usize]),
+            );
+            let Some(cell) = data[(bw + sw * k) as usize].as_mut() else {
+                return Err(Bail);
+            };
+            arith.mac(cell, x, w, *dtype);
+        }
+        let n = n as u64;
+        self.counts.ops += ops * n;
+        self.counts.macs += u64::from(*mac) * n;
+        self.steps_left = self.steps_left.saturating_sub(n);
+        Ok(())
+    }
+
+    /// `slot = max(slot, a[…])` (or `min`, either operand first) over `from..to`.
+    #[inline(always)]
+    fn extreme(
+        &mut self,
+        nest: &Nest<A::V>,
+        from: i64,
+        to: i64,
+        here: &[i64],
+        steps: &[i64],
+    ) -> Go<()> {
+        let Kernel::Extreme {
+            slot,
+            read,
+            func,
+            slot_first,
+            dtype,
+            ops,
+            mac,
+            compare,
+        } = &nest.kernel
+        else {
+            return Err(Bail);
+        };
+        let slot_dtype = self.program.vals[*slot];
+        let Some(cell) = &self.vals[*slot] else {
+            return Err(Bail);
+        };
+        let mut register = self.arith.load(cell, slot_dtype);
+        let tensor = nest.tensors[*read];
+        let (base, step) = (here[*read] + steps[*read] * from, steps[*read]);
+        let arith = self.arith;
+        let input = !self.tensors[tensor].values.is_empty();
+        for k in 0..(to - from) {
+            let flat = (base + step * k) as usize;
+            let x = if input {
+                self.tensors[tensor].read[flat] = true;
+                arith.input(self.tensors[tensor].values[flat])
+            } else {
+                self.read(tensor, flat)?
+            };
+            let values = if *slot_first {
+                [register, x]
+            } else {
+                [x, register]
+            };
+            self.count_nan_meeting(*func, &values);
+            register = arith.func(*func, &values, *dtype);
+        }
+        let n = (to - from) as u64;
+        self.counts.ops += ops * n;
+        self.counts.macs += u64::from(*mac) * n;
+        self.counts.compares += u64::from(*compare) * n;
+        self.steps_left = self.steps_left.saturating_sub(n);
+        // `load(store(v))` is `v`: the register is what the cell would have given
+        self.vals[*slot] = Some(self.arith.store(register));
+        Ok(())
+    }
+
+    /// The innermost level over `from..to` (not empty) by the general kernels: each access's
+    /// flat position at `v` is `here[access] + steps[access]·v`.
     fn kernel(
         &mut self,
         nest: &Nest<A::V>,
@@ -1804,73 +2111,7 @@ impl<'p, A: Arith> Exec<'p, A> {
         here: &[i64],
         steps: &[i64],
     ) -> Go<()> {
-        let n = (to - from) as u64;
         match &nest.kernel {
-            Kernel::Dot {
-                slot,
-                a,
-                b,
-                dtype,
-                ops,
-                mac,
-            } => {
-                let (ta, tb) = (nest.tensors[*a], nest.tensors[*b]);
-                let Some(mut cell) = self.vals[*slot].take() else {
-                    return Err(Bail);
-                };
-                let ((ba, sa), (bb, sb)) = ((here[*a], steps[*a]), (here[*b], steps[*b]));
-                let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
-                self.arith.dot(
-                    &mut cell,
-                    xs,
-                    (ba + sa * from, sa),
-                    ws,
-                    (bb + sb * from, sb),
-                    n as usize,
-                    *dtype,
-                );
-                self.vals[*slot] = Some(cell);
-                for (tensor, base, step) in [(ta, ba, sa), (tb, bb, sb)] {
-                    let read = &mut self.tensors[tensor].read;
-                    for v in from..to {
-                        read[(base + step * v) as usize] = true;
-                    }
-                }
-                self.counts.ops += ops * n;
-                self.counts.macs += u64::from(*mac) * n;
-                self.steps_left = self.steps_left.saturating_sub(n);
-            }
-            Kernel::Scatter {
-                write,
-                a,
-                b,
-                dtype,
-                ops,
-                mac,
-            } => {
-                let (ta, tb, tw) = (nest.tensors[*a], nest.tensors[*b], nest.tensors[*write]);
-                let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
-                let ((ba, sa), (bb, sb), (bw, sw)) = (
-                    (here[*a], steps[*a]),
-                    (here[*b], steps[*b]),
-                    (here[*write], steps[*write]),
-                );
-                let arith = self.arith;
-                for v in from..to {
-                    let (fa, fb) = ((ba + sa * v) as usize, (bb + sb * v) as usize);
-                    self.tensors[ta].read[fa] = true;
-                    self.tensors[tb].read[fb] = true;
-                    let (x, w) = (arith.input(xs[fa]), arith.input(ws[fb]));
-                    let Some(Some(cell)) = self.tensors[tw].data.get_mut((bw + sw * v) as usize)
-                    else {
-                        return Err(Bail);
-                    };
-                    arith.mac(cell, x, w, *dtype);
-                }
-                self.counts.ops += ops * n;
-                self.counts.macs += u64::from(*mac) * n;
-                self.steps_left = self.steps_left.saturating_sub(n);
-            }
             Kernel::Fold(update) => {
                 let Target::Slot(slot) = update.target else {
                     return Err(Bail);
@@ -1898,6 +2139,9 @@ impl<'p, A: Arith> Exec<'p, A> {
                         self.update(update, v, nest, here, steps)?;
                     }
                 }
+            }
+            Kernel::Dot { .. } | Kernel::Scatter { .. } | Kernel::Extreme { .. } => {
+                return Err(Bail);
             }
         }
         Ok(())

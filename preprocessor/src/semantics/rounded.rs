@@ -104,11 +104,20 @@ impl Arith for Rounded {
         };
     }
 
+    #[inline]
     fn mac(&self, cell: &mut f64, a: f64, b: f64, dtype: DType) {
-        let product = self.binary(ValOp::Mul, a, b, dtype);
-        *cell = self.binary(ValOp::Add, *cell, product, dtype);
+        match dtype {
+            // the product rounded, then the sum (never fused)
+            DType::F64 => *cell += a * b,
+            DType::F32 => *cell = f64::from(*cell as f32 + a as f32 * b as f32),
+            _ => {
+                let product = self.binary(ValOp::Mul, a, b, dtype);
+                *cell = self.binary(ValOp::Add, *cell, product, dtype);
+            }
+        }
     }
 
+    #[inline(always)]
     fn dot(
         &self,
         cell: &mut f64,
