@@ -57,6 +57,24 @@ pub fn run<A: Arith>(
     exec.finish()
 }
 
+#[cfg(test)]
+pub fn show<A: Arith>(program: &Program, inputs: &Inputs<'_>, arith: &A) {
+    let mut defs = vec![Vec::new(); program.ints];
+    collect_defs(&program.body, &mut defs).unwrap();
+    let exec = Exec::new(program, inputs, arith).unwrap();
+    let mut lower = Lower {
+        program,
+        arith,
+        params: inputs.params,
+        tensors: &exec.tensors,
+        defs,
+        slots: vec![SlotState::Todo; program.ints],
+    };
+    let mut code = Vec::new();
+    lower.block(&program.body, &mut code).unwrap();
+    println!("{code:#?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Intervals: what every index expression of the run may be.
 
@@ -398,9 +416,16 @@ struct Nest<V> {
     hoisted: Box<[bool]>,
     /// Per level (and last, on entry): the rows to check inside `0..dim`.
     checks: Box<[Box<[(usize, i64)]>]>,
-    /// Every level's range is solved on entry and no level checks: the innermost body runs
-    /// over a box.
-    boxed: bool,
+    /// Per level: no level above it checks (an empty range here leaves nothing to do).
+    quiet: Box<[bool]>,
+    /// Per level: the deeper levels whose ranges its move changes (bit per level).
+    moves: Box<[u64]>,
+    /// The first level of the inner box: the levels from it on have ranges (and checks) that
+    /// use no variable of the box, so a kernel runs the whole box at each point of the levels
+    /// above it.
+    split: usize,
+    /// The coefficients of the rows a specialised kernel tracks at each level of the inner box.
+    tracked: Box<[i64]>,
     /// Each access's tensor (reads, then writes).
     tensors: Box<[usize]>,
     reads: usize,
@@ -863,10 +888,17 @@ impl<A: Arith> Lower<'_, '_, A> {
     fn val(&mut self, e: &Val) -> Go<VE<A::V>> {
         Ok(match &e.kind {
             ValKind::Const(c) => VE::Const(self.arith.constant(*c)),
-            ValKind::FromInt(i, dtype) => VE::FromInt(self.int(i)?.0, *dtype),
+            // (a number's conversions are computed once: they count no work)
+            ValKind::FromInt(i, dtype) => match self.int(i)?.0 {
+                IE::Const(c) => VE::Const(self.arith.index(c, *dtype)),
+                i => VE::FromInt(i, *dtype),
+            },
             ValKind::Slot(slot) => VE::Slot(*slot, *self.program.vals.get(*slot).ok_or(Bail)?),
             ValKind::Read { tensor, index } => VE::Read(Box::new(self.access(*tensor, index)?)),
-            ValKind::Neg(a) => VE::Neg(Box::new(self.val(a)?)),
+            ValKind::Neg(a) => match self.val(a)? {
+                VE::Const(v) => VE::Const(self.arith.neg(v)),
+                a => VE::Neg(Box::new(a)),
+            },
             ValKind::Bin(op, a, b, dtype) => {
                 VE::Bin(*op, Box::new(self.val(a)?), Box::new(self.val(b)?), *dtype)
             }
@@ -882,7 +914,10 @@ impl<A: Arith> Lower<'_, '_, A> {
                 Box::new(self.val(a)?),
                 Box::new(self.val(b)?),
             ),
-            ValKind::Cast(a, dtype) => VE::Cast(Box::new(self.val(a)?), *dtype),
+            ValKind::Cast(a, dtype) => match self.val(a)? {
+                VE::Const(v) => VE::Const(self.arith.cast(v, *dtype)),
+                a => VE::Cast(Box::new(a), *dtype),
+            },
         })
     }
 
@@ -1157,6 +1192,36 @@ impl<A: Arith> Lower<'_, '_, A> {
             ] => Kernel::Fold(lowered.pop().ok_or(Bail)?),
             _ => Kernel::General(lowered.into()),
         };
+        // the inner box: the deepest levels whose bounds and checks use none of their variables
+        // (for the kernels that track a few rows; the others run the innermost level alone)
+        let kernel_rows: Option<Vec<usize>> = match &kernel {
+            Kernel::Dot { a, b, .. } => Some(vec![*a, *b]),
+            Kernel::Scatter { a, b, write, .. } => Some(vec![*a, *b, *write]),
+            Kernel::Extreme { read, .. } => Some(vec![*read]),
+            Kernel::Fold(_) | Kernel::General(_) => None,
+        };
+        let free_of =
+            |row: usize, from: usize, level: usize| rows[row][from..level].iter().all(|c| *c == 0);
+        let mut split = depth - 1;
+        if kernel_rows.is_some() {
+            while split > 0 {
+                let s = split - 1;
+                let inside = (s..depth).all(|level| {
+                    bounds[level].iter().all(|row| free_of(*row, s, level))
+                        && checks[level].iter().all(|(row, _)| free_of(*row, s, level))
+                });
+                if !inside {
+                    break;
+                }
+                split = s;
+            }
+        }
+        let mut tracked = Vec::new();
+        if let Some(kernel_rows) = &kernel_rows {
+            for level in split..depth {
+                tracked.extend(kernel_rows.iter().map(|row| rows[*row][level]));
+            }
+        }
         let n = rows.len();
         let mut flat = vec![0i64; depth * n];
         for (row, c) in rows.iter().enumerate() {
@@ -1197,7 +1262,26 @@ impl<A: Arith> Lower<'_, '_, A> {
             bases: bases.into(),
             coefs: flat.into(),
             bounds: bounds.into_iter().map(Into::into).collect(),
-            boxed: hoisted.iter().all(|h| *h) && checks[..depth].iter().all(Vec::is_empty),
+            quiet: (0..depth)
+                .map(|level| checks[..level].iter().all(Vec::is_empty))
+                .collect(),
+            moves: (0..depth)
+                .map(|moved| {
+                    let mut mask = 0u64;
+                    for (level, l) in plan.levels.iter().enumerate().skip(moved + 1).take(63) {
+                        if level < 63
+                            && l.bounds
+                                .iter()
+                                .any(|f| coefs[*f][moved..level].iter().any(|c| *c != 0))
+                        {
+                            mask |= 1 << level;
+                        }
+                    }
+                    mask
+                })
+                .collect(),
+            split,
+            tracked: tracked.into(),
             hoisted: hoisted.into(),
             checks: checks.into_iter().map(Into::into).collect(),
             tensors: tensors.into(),
@@ -1298,6 +1382,34 @@ fn solve(lo: i64, hi: i64, bounds: &[usize], coefs: &[i64], values: &[i64]) -> (
     (lo, hi.max(lo))
 }
 
+/// `data[w] += xs[a] * ws[b]` for `n` steps from `bases` by `steps` (`[a, b, w]`), in order.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn scatter<A: Arith>(
+    arith: &A,
+    data: &mut [Option<A::Cell>],
+    xs: &[f64],
+    ws: &[f64],
+    bases: [i64; 3],
+    steps: [i64; 3],
+    n: usize,
+    dtype: DType,
+) -> Go<()> {
+    let [ba, bb, bw] = bases;
+    let [sa, sb, sw] = steps;
+    for k in 0..n as i64 {
+        let (x, w) = (
+            arith.input(xs[(ba + sa * k) as usize]),
+            arith.input(ws[(bb + sb * k) as usize]),
+        );
+        let Some(cell) = data[(bw + sw * k) as usize].as_mut() else {
+            return Err(Bail);
+        };
+        arith.mac(cell, x, w, dtype);
+    }
+    Ok(())
+}
+
 /// Marks `n` elements from `base` by `step` read.
 #[inline]
 fn mark(read: &mut [bool], base: i64, step: i64, n: usize) {
@@ -1306,64 +1418,214 @@ fn mark(read: &mut [bool], base: i64, step: i64, n: usize) {
     }
 }
 
-/// The innermost runs of a box: its outer levels' points in lexicographic order, each row's
-/// value at the point in `here`.
-struct Runs<'a> {
+/// The outer levels of a nest (those above its inner box): every point of them in
+/// lexicographic order, each level's range re-solved only when a level its bounds use has
+/// moved, each tracked row's value at the point carried in `here`.
+struct Levels<'a, V> {
+    nest: &'a Nest<V>,
+    /// Each outer level's range before its bounds.
+    ranges: &'a [(i64, i64)],
+    /// Each level's variable.
     odometer: &'a mut [i64],
+    /// Each outer level's range (those solved on entry, then as solved).
+    cut: &'a mut [(i64, i64)],
     here: &'a mut [i64],
-    coefs: &'a [i64],
-    rows: usize,
-    live: usize,
-    cut: &'a [(i64, i64)],
 }
 
-impl Runs<'_> {
-    /// `run` at every point, until one gives up.
+impl<V> Levels<'_, V> {
+    /// `run` at each point of the outer levels, until one gives up.
     #[inline(always)]
     fn each<T>(&mut self, this: &mut T, mut run: impl FnMut(&mut T, &[i64]) -> Go<()>) -> Go<()> {
-        loop {
-            run(this, self.here)?;
-            if !advance(
-                self.odometer,
-                self.here,
-                self.coefs,
-                self.rows,
-                self.live,
-                self.cut,
-            ) {
-                return Ok(());
+        let nest = self.nest;
+        let (rows, live, split) = (nest.rows, nest.live, self.cut.len());
+        if split == 0 {
+            return run(this, self.here);
+        }
+        // levels whose range is to be solved again (bit per level)
+        let mut stale: u64 = !0;
+        let mut level = 0;
+        'enter: loop {
+            // enter `level`: the levels above it are at their points, in `here`
+            let coefs = &nest.coefs[level * rows..(level + 1) * rows];
+            if !nest.hoisted[level] && (level >= 63 || stale & (1 << level) != 0) {
+                let (lo, hi) = self.ranges[level];
+                self.cut[level] = solve(lo, hi, &nest.bounds[level], coefs, self.here);
+                if level < 63 {
+                    stale &= !(1 << level);
+                }
             }
+            let (from, to) = self.cut[level];
+            if from < to {
+                for &(row, dim) in nest.checks[level].iter() {
+                    let (base, c) = (self.here[row], coefs[row]);
+                    let range = 0..dim;
+                    if !range.contains(&(base + c * from))
+                        || !range.contains(&(base + c * (to - 1)))
+                    {
+                        return Err(Bail);
+                    }
+                }
+                self.odometer[level] = from;
+                for (value, c) in self.here[..live].iter_mut().zip(coefs) {
+                    *value += c * from;
+                }
+                if level + 1 < split {
+                    level += 1;
+                    continue 'enter;
+                }
+                loop {
+                    run(this, self.here)?;
+                    // the next point: the deepest level that can move
+                    loop {
+                        stale |= nest.moves[level];
+                        if self.step(level) {
+                            break;
+                        }
+                        if level == 0 {
+                            return Ok(());
+                        }
+                        level -= 1;
+                    }
+                    if level + 1 < split {
+                        level += 1;
+                        continue 'enter;
+                    }
+                }
+            }
+            // nothing at this level: the next point of the levels above
+            loop {
+                if level == 0 {
+                    return Ok(());
+                }
+                level -= 1;
+                stale |= nest.moves[level];
+                if self.step(level) {
+                    break;
+                }
+            }
+            level += 1;
         }
     }
-}
 
-/// The next point of a box's outer levels (`odometer`, innermost last), carrying each row's
-/// value in `here`; false after the last.
-#[inline]
-fn advance(
-    odometer: &mut [i64],
-    here: &mut [i64],
-    coefs: &[i64],
-    rows: usize,
-    live: usize,
-    cut: &[(i64, i64)],
-) -> bool {
-    for level in (0..odometer.len()).rev() {
-        let c = &coefs[level * rows..level * rows + live];
-        odometer[level] += 1;
-        if odometer[level] < cut[level].1 {
-            for (value, c) in here[..live].iter_mut().zip(c) {
+    /// Moves `level` to its next value, carrying the rows; false (and the level's share of the
+    /// rows taken back out) after its last.
+    #[inline(always)]
+    fn step(&mut self, level: usize) -> bool {
+        let (rows, live) = (self.nest.rows, self.nest.live);
+        let coefs = &self.nest.coefs[level * rows..level * rows + live];
+        self.odometer[level] += 1;
+        if self.odometer[level] < self.cut[level].1 {
+            for (value, c) in self.here[..live].iter_mut().zip(coefs) {
                 *value += c;
             }
             return true;
         }
-        let back = cut[level].1 - 1 - cut[level].0;
-        for (value, c) in here[..live].iter_mut().zip(c) {
+        let back = self.odometer[level] - 1;
+        for (value, c) in self.here[..live].iter_mut().zip(coefs) {
             *value -= c * back;
         }
-        odometer[level] = cut[level].0;
+        false
     }
-    false
+}
+
+/// The inner box of a nest at a point of its outer levels (`here`): each of its levels' range
+/// (into `cut`: those solved on entry are there already), each checked at its ends, and the
+/// tracked `rows`' values at the box's first point (the innermost level's aside); `None` when a
+/// range is empty.
+#[inline(always)]
+fn inner_box<V, const K: usize>(
+    nest: &Nest<V>,
+    here: &[i64],
+    ranges: &[(i64, i64)],
+    cut: &mut [(i64, i64)],
+    tracked: [usize; K],
+) -> Go<Option<[i64; K]>> {
+    let (rows, split, depth) = (nest.rows, nest.split, nest.depth);
+    let mut start = tracked.map(|row| here[row]);
+    for (j, level) in (split..depth).enumerate() {
+        let coefs = &nest.coefs[level * rows..(level + 1) * rows];
+        if !nest.hoisted[level] {
+            let (lo, hi) = ranges[j];
+            cut[j] = solve(lo, hi, &nest.bounds[level], coefs, here);
+        }
+        let (from, to) = cut[j];
+        if from >= to {
+            return Ok(None);
+        }
+        for &(row, dim) in nest.checks[level].iter() {
+            let (base, c) = (here[row], coefs[row]);
+            let range = 0..dim;
+            if !range.contains(&(base + c * from)) || !range.contains(&(base + c * (to - 1))) {
+                return Err(Bail);
+            }
+        }
+        if level + 1 < depth {
+            for (value, row) in start.iter_mut().zip(tracked) {
+                *value += coefs[row] * from;
+            }
+        }
+    }
+    Ok(Some(start))
+}
+
+/// `run(from, to, values)` over the innermost ranges of the box `cut` (no range empty) in
+/// lexicographic order, `values` the tracked rows' at each run's point (`steps[j]`: their
+/// coefficients at the box's level `j`).
+#[inline(always)]
+fn run_box<const K: usize>(
+    cut: &[(i64, i64)],
+    steps: &[[i64; K]],
+    start: [i64; K],
+    mut run: impl FnMut(i64, i64, [i64; K]) -> Go<()>,
+) -> Go<()> {
+    fn add<const K: usize>(values: &mut [i64; K], steps: &[i64; K]) {
+        for (v, s) in values.iter_mut().zip(steps) {
+            *v += s;
+        }
+    }
+    let (from, to) = cut[cut.len() - 1];
+    match cut.len() {
+        1 => run(from, to, start),
+        2 => {
+            let mut values = start;
+            for _ in cut[0].0..cut[0].1 {
+                run(from, to, values)?;
+                add(&mut values, &steps[0]);
+            }
+            Ok(())
+        }
+        3 => {
+            let mut outer = start;
+            for _ in cut[0].0..cut[0].1 {
+                let mut values = outer;
+                for _ in cut[1].0..cut[1].1 {
+                    run(from, to, values)?;
+                    add(&mut values, &steps[1]);
+                }
+                add(&mut outer, &steps[0]);
+            }
+            Ok(())
+        }
+        _ => {
+            fn deeper<const K: usize>(
+                cut: &[(i64, i64)],
+                steps: &[[i64; K]],
+                mut values: [i64; K],
+                run: &mut impl FnMut(i64, i64, [i64; K]) -> Go<()>,
+            ) -> Go<()> {
+                let (from, to) = cut[cut.len() - 1];
+                if cut.len() == 1 {
+                    return run(from, to, values);
+                }
+                for _ in cut[0].0..cut[0].1 {
+                    deeper(&cut[1..], &steps[1..], values, run)?;
+                    add(&mut values, &steps[0]);
+                }
+                Ok(())
+            }
+            deeper(cut, steps, start, &mut run)
+        }
+    }
 }
 
 /// A tensor's storage during a run.
@@ -1745,14 +2007,9 @@ impl<'p, A: Arith> Exec<'p, A> {
         for offset in nest.fallible.iter() {
             offset.eval(&self.ints).ok_or(Bail)?;
         }
-        let depth = nest.depth;
         let mut ranges = std::mem::take(&mut self.ranges);
         let iterations = match &nest.fixed {
-            Some((fixed, iterations)) => {
-                ranges.clear();
-                ranges.extend_from_slice(fixed);
-                *iterations
-            }
+            Some((_, iterations)) => *iterations,
             None => {
                 ranges.clear();
                 let mut iterations: u64 = 1;
@@ -1768,7 +2025,17 @@ impl<'p, A: Arith> Exec<'p, A> {
                 iterations
             }
         };
+        let result = self.count_and_enter(nest, iterations, &ranges);
         self.ranges = ranges;
+        result
+    }
+
+    fn count_and_enter(
+        &mut self,
+        nest: &Nest<A::V>,
+        iterations: u64,
+        ranges: &[(i64, i64)],
+    ) -> Go<()> {
         if iterations.saturating_mul(1 + nest.updates) > self.steps_left {
             // the reference refuses it, or walks it generically near the end of its budget
             return Err(Bail);
@@ -1783,10 +2050,14 @@ impl<'p, A: Arith> Exec<'p, A> {
         if nest.absent {
             return Err(Bail);
         }
+        let ranges = match &nest.fixed {
+            Some((fixed, _)) => fixed,
+            None => ranges,
+        };
         let rows = nest.rows;
         let mut scratch = std::mem::take(&mut self.scratch);
-        if scratch.len() < rows * (depth + 1) {
-            scratch.resize(rows * (depth + 1), 0);
+        if scratch.len() < rows {
+            scratch.resize(rows, 0);
         }
         let mut bases = Ok(());
         for (slot, base) in scratch.iter_mut().zip(nest.bases.iter()) {
@@ -1795,12 +2066,12 @@ impl<'p, A: Arith> Exec<'p, A> {
                 None => bases = Err(Bail),
             }
         }
-        let result = bases.and_then(|()| self.enter(nest, &mut scratch));
+        let result = bases.and_then(|()| self.enter(nest, &mut scratch[..rows], ranges));
         self.scratch = scratch;
         result
     }
 
-    fn enter(&mut self, nest: &Nest<A::V>, scratch: &mut [i64]) -> Go<()> {
+    fn enter(&mut self, nest: &Nest<A::V>, scratch: &mut [i64], ranges: &[(i64, i64)]) -> Go<()> {
         let (depth, rows) = (nest.depth, nest.rows);
         for &(row, dim) in nest.checks[depth].iter() {
             if !(0..dim).contains(&scratch[row]) {
@@ -1809,53 +2080,36 @@ impl<'p, A: Arith> Exec<'p, A> {
         }
         let mut cut = std::mem::take(&mut self.cut);
         cut.clear();
-        let mut empty = false;
         for level in 0..depth {
-            let (lo, hi) = self.ranges[level];
+            let (lo, hi) = ranges[level];
             let range = if nest.hoisted[level] {
                 let coefs = &nest.coefs[level * rows..(level + 1) * rows];
-                solve(lo, hi, &nest.bounds[level], coefs, scratch)
+                let range = solve(lo, hi, &nest.bounds[level], coefs, scratch);
+                if range.0 >= range.1 && nest.quiet[level] {
+                    // no iteration, and no check on the way to it
+                    self.cut = cut;
+                    return Ok(());
+                }
+                range
             } else {
                 (lo, hi)
             };
-            empty |= range.0 >= range.1;
             cut.push(range);
         }
-        let result = if !nest.boxed {
-            self.walk(nest, 0, &cut, scratch)
-        } else if empty {
-            Ok(())
-        } else {
-            self.boxed(nest, &cut, scratch)
-        };
-        self.cut = cut;
-        result
-    }
-
-    /// A nest whose innermost body runs over the box `cut` (no level empty), in lexicographic
-    /// order: each kernel loops over the whole box.
-    fn boxed(&mut self, nest: &Nest<A::V>, cut: &[(i64, i64)], scratch: &mut [i64]) -> Go<()> {
-        let (rows, live, inner) = (nest.rows, nest.live, nest.depth - 1);
-        let here = &mut scratch[..rows];
-        for (level, (from, _)) in cut[..inner].iter().enumerate() {
-            let coefs = &nest.coefs[level * rows..(level + 1) * rows];
-            for (value, c) in here[..live].iter_mut().zip(coefs) {
-                *value += c * from;
-            }
-        }
         let mut odometer = std::mem::take(&mut self.odometer);
-        odometer.clear();
-        odometer.extend(cut[..inner].iter().map(|(from, _)| *from));
-        let steps = &nest.coefs[inner * rows..(inner + 1) * rows];
-        let (from, to) = cut[inner];
-        let mut runs = Runs {
+        if odometer.len() < depth {
+            odometer.resize(depth, 0);
+        }
+        let split = nest.split;
+        let (outer, inner) = cut.split_at_mut(split);
+        let mut levels = Levels {
+            nest,
+            ranges: &ranges[..split],
             odometer: &mut odometer,
-            here,
-            coefs: &nest.coefs,
-            rows,
-            live,
-            cut,
+            cut: outer,
+            here: &mut scratch[..rows],
         };
+        let inner_ranges = &ranges[split..];
         let result = match &nest.kernel {
             Kernel::Dot {
                 slot,
@@ -1864,195 +2118,123 @@ impl<'p, A: Arith> Exec<'p, A> {
                 dtype,
                 ops,
                 mac,
-            } => match self.vals[*slot].take() {
-                None => Err(Bail),
-                Some(mut cell) => {
-                    let (a, b, dtype) = (*a, *b, *dtype);
+            } => match self.vals[*slot].is_some() {
+                false => Err(Bail),
+                true => {
+                    let (slot, a, b, dtype) = (*slot, *a, *b, *dtype);
                     let (ta, tb) = (nest.tensors[a], nest.tensors[b]);
-                    let n = (to - from) as usize;
-                    let (sa, sb) = (steps[a], steps[b]);
                     let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
+                    let (steps, _) = nest.tracked.as_chunks::<2>();
                     let arith = self.arith;
-                    let mut count: u64 = 0;
-                    let result = runs.each(self, |this, here| {
-                        let (ba, bb) = (here[a] + sa * from, here[b] + sb * from);
-                        arith.dot(&mut cell, xs, (ba, sa), ws, (bb, sb), n, dtype);
-                        mark(&mut this.tensors[ta].read, ba, sa, n);
-                        mark(&mut this.tensors[tb].read, bb, sb, n);
-                        count += 1;
-                        Ok(())
+                    let mut total: u64 = 0;
+                    let result = levels.each(self, |this, here| {
+                        let Some(start) = inner_box(nest, here, inner_ranges, inner, [a, b])?
+                        else {
+                            return Ok(());
+                        };
+                        let [sa, sb] = steps[steps.len() - 1];
+                        run_box(inner, steps, start, |from, to, [ba, bb]| {
+                            let n = (to - from) as usize;
+                            let (ba, bb) = (ba + sa * from, bb + sb * from);
+                            let Some(cell) = this.vals[slot].as_mut() else {
+                                return Err(Bail);
+                            };
+                            arith.dot(cell, xs, (ba, sa), ws, (bb, sb), n, dtype);
+                            mark(&mut this.tensors[ta].read, ba, sa, n);
+                            mark(&mut this.tensors[tb].read, bb, sb, n);
+                            total += n as u64;
+                            Ok(())
+                        })
                     });
-                    self.vals[*slot] = Some(cell);
-                    let total = count * n as u64;
                     self.counts.ops += ops * total;
                     self.counts.macs += u64::from(*mac) * total;
                     self.steps_left = self.steps_left.saturating_sub(total);
                     result
                 }
             },
-            Kernel::Scatter { .. } => {
-                runs.each(self, |this, here| this.scatter(nest, from, to, here, steps))
+            Kernel::Scatter {
+                write,
+                a,
+                b,
+                dtype,
+                ops,
+                mac,
+            } => {
+                let (a, b, write, dtype) = (*a, *b, *write, *dtype);
+                let (ta, tb, tw) = (nest.tensors[a], nest.tensors[b], nest.tensors[write]);
+                let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
+                let (steps, _) = nest.tracked.as_chunks::<3>();
+                let arith = self.arith;
+                let mut total: u64 = 0;
+                let result = levels.each(self, |this, here| {
+                    let Some(start) = inner_box(nest, here, inner_ranges, inner, [a, b, write])?
+                    else {
+                        return Ok(());
+                    };
+                    let [sa, sb, sw] = steps[steps.len() - 1];
+                    run_box(inner, steps, start, |from, to, [ba, bb, bw]| {
+                        let n = (to - from) as usize;
+                        let (ba, bb, bw) = (ba + sa * from, bb + sb * from, bw + sw * from);
+                        mark(&mut this.tensors[ta].read, ba, sa, n);
+                        mark(&mut this.tensors[tb].read, bb, sb, n);
+                        total += n as u64;
+                        let data = &mut this.tensors[tw].data;
+                        scatter(arith, data, xs, ws, [ba, bb, bw], [sa, sb, sw], n, dtype)
+                    })
+                });
+                self.counts.ops += ops * total;
+                self.counts.macs += u64::from(*mac) * total;
+                self.steps_left = self.steps_left.saturating_sub(total);
+                result
             }
-            Kernel::Extreme { .. } => {
-                runs.each(self, |this, here| this.extreme(nest, from, to, here, steps))
+            Kernel::Extreme { read, .. } => {
+                let read = *read;
+                let (steps, _) = nest.tracked.as_chunks::<1>();
+                levels.each(self, |this, here| {
+                    let Some(start) = inner_box(nest, here, inner_ranges, inner, [read])? else {
+                        return Ok(());
+                    };
+                    let [step] = steps[steps.len() - 1];
+                    run_box(inner, steps, start, |from, to, [base]| {
+                        this.extreme(nest, from, to, base + step * from, step)
+                    })
+                })
             }
             Kernel::Fold(_) | Kernel::General(_) => {
-                runs.each(self, |this, here| this.kernel(nest, from, to, here, steps))
+                // (the innermost level alone is the inner box)
+                let steps = &nest.coefs[(depth - 1) * rows..depth * rows];
+                levels.each(self, |this, here| {
+                    let (lo, hi) = inner_ranges[0];
+                    let (from, to) = if nest.hoisted[depth - 1] {
+                        inner[0]
+                    } else {
+                        solve(lo, hi, &nest.bounds[depth - 1], steps, here)
+                    };
+                    if from >= to {
+                        return Ok(());
+                    }
+                    for &(row, dim) in nest.checks[depth - 1].iter() {
+                        let (base, c) = (here[row], steps[row]);
+                        let range = 0..dim;
+                        if !range.contains(&(base + c * from))
+                            || !range.contains(&(base + c * (to - 1)))
+                        {
+                            return Err(Bail);
+                        }
+                    }
+                    this.kernel(nest, from, to, here, steps)
+                })
             }
         };
         self.odometer = odometer;
+        self.cut = cut;
         result
     }
 
-    fn walk(
-        &mut self,
-        nest: &Nest<A::V>,
-        level: usize,
-        cut: &[(i64, i64)],
-        scratch: &mut [i64],
-    ) -> Go<()> {
-        let rows = nest.rows;
-        let coefs = &nest.coefs[level * rows..(level + 1) * rows];
-        let (from, to) = if nest.hoisted[level] {
-            cut[level]
-        } else {
-            let (lo, hi) = cut[level];
-            solve(lo, hi, &nest.bounds[level], coefs, scratch)
-        };
-        if from >= to {
-            return Ok(());
-        }
-        for &(row, dim) in nest.checks[level].iter() {
-            let (base, c) = (scratch[row], coefs[row]);
-            let range = 0..dim;
-            if !range.contains(&(base + c * from)) || !range.contains(&(base + c * (to - 1))) {
-                return Err(Bail);
-            }
-        }
-        if level + 1 == nest.depth {
-            let here = &scratch[..rows];
-            return match &nest.kernel {
-                Kernel::Dot { slot, .. } => {
-                    let Some(mut cell) = self.vals[*slot].take() else {
-                        return Err(Bail);
-                    };
-                    self.dot(nest, &mut cell, from, to, here, coefs);
-                    self.vals[*slot] = Some(cell);
-                    Ok(())
-                }
-                Kernel::Scatter { .. } => self.scatter(nest, from, to, here, coefs),
-                Kernel::Extreme { .. } => self.extreme(nest, from, to, here, coefs),
-                Kernel::Fold(_) | Kernel::General(_) => self.kernel(nest, from, to, here, coefs),
-            };
-        }
-        let (here, deeper) = scratch.split_at_mut(rows);
-        let live = nest.live;
-        for v in from..to {
-            for ((next, value), c) in deeper[..live].iter_mut().zip(&here[..live]).zip(coefs) {
-                *next = value + c * v;
-            }
-            self.walk(nest, level + 1, cut, deeper)?;
-        }
-        Ok(())
-    }
-
-    /// `slot += a[…] * b[…]` over `from..to` (the slot's cell taken out into `cell`).
+    /// `slot = max(slot, a[…])` (or `min`, either operand first) over `from..to`, the read
+    /// from `base` by `step`.
     #[inline(always)]
-    fn dot(
-        &mut self,
-        nest: &Nest<A::V>,
-        cell: &mut A::Cell,
-        from: i64,
-        to: i64,
-        here: &[i64],
-        steps: &[i64],
-    ) {
-        let Kernel::Dot {
-            a,
-            b,
-            dtype,
-            ops,
-            mac,
-            ..
-        } = &nest.kernel
-        else {
-            return;
-        };
-        let (ta, tb) = (nest.tensors[*a], nest.tensors[*b]);
-        let n = (to - from) as usize;
-        let (sa, sb) = (steps[*a], steps[*b]);
-        let (ba, bb) = (here[*a] + sa * from, here[*b] + sb * from);
-        let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
-        self.arith.dot(cell, xs, (ba, sa), ws, (bb, sb), n, *dtype);
-        mark(&mut self.tensors[ta].read, ba, sa, n);
-        mark(&mut self.tensors[tb].read, bb, sb, n);
-        let n = n as u64;
-        self.counts.ops += ops * n;
-        self.counts.macs += u64::from(*mac) * n;
-        self.steps_left = self.steps_left.saturating_sub(n);
-    }
-
-    /// `out[…] += a[…] * b[…]` over `from..to`.
-    #[inline(always)]
-    fn scatter(
-        &mut self,
-        nest: &Nest<A::V>,
-        from: i64,
-        to: i64,
-        here: &[i64],
-        steps: &[i64],
-    ) -> Go<()> {
-        let Kernel::Scatter {
-            write,
-            a,
-            b,
-            dtype,
-            ops,
-            mac,
-        } = &nest.kernel
-        else {
-            return Err(Bail);
-        };
-        let (ta, tb, tw) = (nest.tensors[*a], nest.tensors[*b], nest.tensors[*write]);
-        let (xs, ws) = (self.tensors[ta].values, self.tensors[tb].values);
-        let (sa, sb, sw) = (steps[*a], steps[*b], steps[*write]);
-        let n = (to - from) as usize;
-        let (ba, bb, bw) = (
-            here[*a] + sa * from,
-            here[*b] + sb * from,
-            here[*write] + sw * from,
-        );
-        mark(&mut self.tensors[ta].read, ba, sa, n);
-        mark(&mut self.tensors[tb].read, bb, sb, n);
-        let arith = self.arith;
-        let data = &mut self.tensors[tw].data;
-        for k in 0..n as i64 {
-            let (x, w) = (
-                arith.input(xs[(ba + sa * k) as usize]),
-                arith.input(ws[(bb + sb * k) as usize]),
-            );
-            let Some(cell) = data[(bw + sw * k) as usize].as_mut() else {
-                return Err(Bail);
-            };
-            arith.mac(cell, x, w, *dtype);
-        }
-        let n = n as u64;
-        self.counts.ops += ops * n;
-        self.counts.macs += u64::from(*mac) * n;
-        self.steps_left = self.steps_left.saturating_sub(n);
-        Ok(())
-    }
-
-    /// `slot = max(slot, a[…])` (or `min`, either operand first) over `from..to`.
-    #[inline(always)]
-    fn extreme(
-        &mut self,
-        nest: &Nest<A::V>,
-        from: i64,
-        to: i64,
-        here: &[i64],
-        steps: &[i64],
-    ) -> Go<()> {
+    fn extreme(&mut self, nest: &Nest<A::V>, from: i64, to: i64, base: i64, step: i64) -> Go<()> {
         let Kernel::Extreme {
             slot,
             read,
@@ -2072,7 +2254,6 @@ impl<'p, A: Arith> Exec<'p, A> {
         };
         let mut register = self.arith.load(cell, slot_dtype);
         let tensor = nest.tensors[*read];
-        let (base, step) = (here[*read] + steps[*read] * from, steps[*read]);
         let arith = self.arith;
         let input = !self.tensors[tensor].values.is_empty();
         for k in 0..(to - from) {

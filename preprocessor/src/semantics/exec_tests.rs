@@ -733,3 +733,22 @@ fn the_executor_runs_random_programs_as_the_reference_does() {
     assert!(programs > 1000, "{programs}");
     assert!(ran > 1000 && failed > 500, "ran {ran}, failed {failed}");
 }
+
+#[test]
+#[ignore = "debugging aid"]
+fn show_lowered() {
+    let mut rng = Rng::new(3);
+    let case = transposed_case(
+        &mut rng,
+        [2, 4, 5, 5],
+        [3, 3],
+        3,
+        1,
+        [2, 2],
+        [1, 1],
+        [1, 1],
+        DType::F32,
+    )
+    .unwrap();
+    exec::show(&case.program, &case.on(), &Rounded::default());
+}
