@@ -24,6 +24,8 @@ use super::fast::{self, FastVal, NestPlan, Target};
 use super::ir::{Bool, Func, Int, IntKind, IntOp, Op, Origin, Program, Val, ValKind, ValOp};
 use super::run::{Arith, Counts, Inputs, MAX_STEPS, Outcome, ParamValue};
 use fkc_provider::DType;
+use std::any::Any;
+use std::sync::Arc;
 
 /// The executor gave up on this run: the reference interpreter runs it instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,31 +39,24 @@ pub fn run<A: Arith>(
     inputs: &Inputs<'_>,
     arith: &A,
 ) -> Option<Outcome<A::Cell>> {
-    let mut defs = vec![Vec::new(); program.ints];
-    collect_defs(&program.body, &mut defs).ok()?;
     let mut exec = Exec::new(program, inputs, arith)?;
-    let code = {
-        let mut lower = Lower {
-            program,
-            arith,
-            params: inputs.params,
-            tensors: &exec.tensors,
-            defs,
-            slots: vec![SlotState::Todo; program.ints],
-        };
-        let mut code = Vec::new();
-        lower.block(&program.body, &mut code).ok()?;
-        code
-    };
+    let code = program
+        .lowered
+        .get::<A, _>(inputs, || lower(program, inputs, arith, &exec))?;
     exec.block(&code).ok()?;
     exec.finish()
 }
 
-#[cfg(test)]
-pub fn show<A: Arith>(program: &Program, inputs: &Inputs<'_>, arith: &A) {
+/// `program` lowered for a sample of `inputs`' dims and parameters; `None` where the executor
+/// does not run it.
+fn lower<A: Arith>(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    arith: &A,
+    exec: &Exec<'_, A>,
+) -> Option<Vec<Code<A::V>>> {
     let mut defs = vec![Vec::new(); program.ints];
-    collect_defs(&program.body, &mut defs).unwrap();
-    let exec = Exec::new(program, inputs, arith).unwrap();
+    collect_defs(&program.body, &mut defs).ok()?;
     let mut lower = Lower {
         program,
         arith,
@@ -71,8 +66,97 @@ pub fn show<A: Arith>(program: &Program, inputs: &Inputs<'_>, arith: &A) {
         slots: vec![SlotState::Todo; program.ints],
     };
     let mut code = Vec::new();
-    lower.block(&program.body, &mut code).unwrap();
-    println!("{code:#?}");
+    lower.block(&program.body, &mut code).ok()?;
+    Some(code)
+}
+
+/// A program's lowered forms for the samples it ran on lately, by what lowering reads: the
+/// arithmetic (its constants), the run's dtype, the inputs' presence and dims, the outputs' dims
+/// and the parameters (never the values). The gate runs a sample in both arithmetics and often
+/// several times; each lowering is done once.
+#[derive(Default)]
+pub struct Lowered(std::sync::Mutex<Vec<(Key, Arc<dyn Any + Send + Sync>)>>);
+
+#[derive(PartialEq)]
+struct Key {
+    arith: &'static str,
+    dtype: DType,
+    inputs: Vec<Option<Vec<usize>>>,
+    outputs: Vec<Vec<usize>>,
+    params: Vec<ParamValue>,
+}
+
+/// How many samples' forms a program keeps.
+const LOWERED: usize = 8;
+
+impl Lowered {
+    /// The forms for `inputs` in `A`, lowered by `lower` the first time (`None`: not run by the
+    /// executor, remembered too).
+    fn get<A: Arith, F: FnOnce() -> Option<Vec<Code<A::V>>>>(
+        &self,
+        inputs: &Inputs<'_>,
+        lower: F,
+    ) -> Option<Arc<[Code<A::V>]>> {
+        let key = Key {
+            arith: std::any::type_name::<A>(),
+            dtype: inputs.dtype,
+            inputs: inputs
+                .inputs
+                .iter()
+                .map(|i| i.as_ref().map(|(dims, _)| dims.clone()))
+                .collect(),
+            outputs: inputs.outputs.to_vec(),
+            params: inputs.params.to_vec(),
+        };
+        let found = {
+            let cache = self.0.lock().ok()?;
+            cache
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, code)| Arc::clone(code))
+        };
+        let code = match found {
+            Some(code) => code,
+            None => {
+                let lowered: Option<Arc<[Code<A::V>]>> = lower().map(Into::into);
+                let code: Arc<dyn Any + Send + Sync> = Arc::new(lowered);
+                let mut cache = self.0.lock().ok()?;
+                if cache.len() >= LOWERED {
+                    cache.remove(0);
+                }
+                cache.push((key, Arc::clone(&code)));
+                code
+            }
+        };
+        code.downcast_ref::<Option<Arc<[Code<A::V>]>>>()?.clone()
+    }
+}
+
+impl Clone for Lowered {
+    /// A copy of a program starts without lowered forms.
+    fn clone(&self) -> Self {
+        Lowered::default()
+    }
+}
+
+impl PartialEq for Lowered {
+    /// Lowered forms are a cache: they never make two programs differ.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Lowered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let len = self.0.lock().map_or(0, |c| c.len());
+        write!(f, "Lowered({len} samples)")
+    }
+}
+
+#[cfg(test)]
+pub fn show<A: Arith>(program: &Program, inputs: &Inputs<'_>, arith: &A) {
+    let exec = Exec::new(program, inputs, arith).unwrap();
+    println!("{:#?}", lower(program, inputs, arith, &exec));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ use fkc_provider::DType;
 /// How values are computed.
 pub trait Arith {
     /// A value while an expression is evaluated.
-    type V: Copy + std::fmt::Debug;
+    type V: Copy + std::fmt::Debug + Send + Sync + 'static;
     /// A stored value (a local or a tensor element), which may be an open sum.
     type Cell: Clone + std::fmt::Debug;
     /// An element of an input tensor (a value of its dtype, exactly).
