@@ -50,6 +50,7 @@ pub fn check(
             ints: checker.ints,
             vals: checker.vals,
             val_names: checker.val_names,
+            lowered: Default::default(),
         })
     } else {
         Err(checker.errors)

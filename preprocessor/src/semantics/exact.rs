@@ -290,6 +290,25 @@ fn finite_pair(op: ValOp, a: &Approx, b: &Approx, dtype: DType) -> Approx {
     }
 }
 
+/// [`gamma`] of `n` additions in `dtype`: for the sums of up to a few hundred terms the gate
+/// closes, computed once per process (the same numbers).
+fn gamma_of(n: usize, dtype: DType) -> f64 {
+    const KNOWN: usize = 512;
+    static TABLES: [std::sync::OnceLock<Box<[f64]>>; 4] = [const { std::sync::OnceLock::new() }; 4];
+    let which = match dtype {
+        DType::F64 => 0,
+        DType::F32 => 1,
+        DType::BF16 => 2,
+        DType::F16 => 3,
+    };
+    if n >= KNOWN {
+        return gamma(n, unit_roundoff(dtype));
+    }
+    let table =
+        TABLES[which].get_or_init(|| (0..KNOWN).map(|k| gamma(k, unit_roundoff(dtype))).collect());
+    table[n]
+}
+
 /// 2^-512: huge terms scaled into range.
 const SCALE_DOWN: f64 = 7.458_340_731_200_207e-155;
 
@@ -383,8 +402,8 @@ impl Acc {
             return self.first;
         }
         let additions = (self.terms - 1) as usize;
-        let g = gamma(additions, unit_roundoff(dtype));
-        let own = gamma(additions, f64::EPSILON / 2.0);
+        let g = gamma_of(additions, dtype);
+        let own = gamma_of(additions, DType::F64); // f64's unit roundoff: ε/2
         // Σ|t| may overflow f64 where the bound it gives does not.
         let spread = |g: f64| {
             let direct = g * self.magnitude;
@@ -510,6 +529,10 @@ impl Exact {
 
     /// `max` (or `min`) under the NaN policy; a tie keeps the first operand.
     fn extreme(&self, max: bool, a: Approx, b: Approx) -> Approx {
+        if a.kinds == Kinds::FINITE && b.kinds == Kinds::FINITE {
+            // the one pair of kinds below, and the `either` of it with nothing
+            return extreme_of(max, a, b);
+        }
         let mut out = Approx::special(Kinds::default());
         let as_value = |k: Kinds, v: &Approx| -> Approx {
             if k == Kinds::FINITE {
@@ -624,6 +647,7 @@ impl Arith for Exact {
         cell.add(product);
     }
 
+    #[inline(always)]
     fn dot(
         &self,
         cell: &mut Acc,

@@ -298,4 +298,6 @@ pub struct Program {
     pub forms: usize,
     /// The program calls `max` or `min` on values (a selection, where NaN policies matter).
     pub selects: bool,
+    /// Its forms lowered for the samples it ran on lately ([`super::exec`]'s cache).
+    pub(crate) lowered: super::exec::Lowered,
 }

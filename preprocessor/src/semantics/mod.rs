@@ -43,6 +43,7 @@ pub mod ast;
 mod check;
 pub mod error;
 pub mod exact;
+mod exec;
 pub(crate) mod fast;
 pub mod float;
 pub mod ir;
@@ -57,7 +58,7 @@ pub use error::{SemanticsError, SemanticsErrorKind};
 pub use exact::{Approx, Exact, Kinds};
 pub use parser::{MAX_DEPTH, MAX_SOURCE_LEN, parse};
 pub use rounded::Rounded;
-pub use run::{Arith, Counts, Inputs, Outcome, ParamValue, Step, run};
+pub use run::{Arith, Counts, Inputs, Outcome, ParamValue, Step, reference, run};
 
 /// How a token of the pseudo-code is shown on the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,5 +119,7 @@ pub fn highlight(src: &str) -> Vec<(std::ops::Range<usize>, Highlight)> {
     out
 }
 
+#[cfg(test)]
+mod exec_tests;
 #[cfg(test)]
 mod tests;

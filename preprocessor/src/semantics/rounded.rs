@@ -104,11 +104,25 @@ impl Arith for Rounded {
         };
     }
 
+    #[inline]
     fn mac(&self, cell: &mut f64, a: f64, b: f64, dtype: DType) {
-        let product = self.binary(ValOp::Mul, a, b, dtype);
-        *cell = self.binary(ValOp::Add, *cell, product, dtype);
+        match dtype {
+            // the product rounded, then the sum (never fused)
+            DType::F64 => *cell += a * b,
+            DType::F32 => *cell = f64::from(*cell as f32 + a as f32 * b as f32),
+            // in f32, each result rounded (exactly `binary`'s, without the round trips)
+            DType::BF16 => {
+                let product = half::bf16::from_f32(a as f32 * b as f32).to_f32();
+                *cell = f64::from(half::bf16::from_f32(*cell as f32 + product).to_f32());
+            }
+            DType::F16 => {
+                let product = half::f16::from_f32(a as f32 * b as f32).to_f32();
+                *cell = f64::from(half::f16::from_f32(*cell as f32 + product).to_f32());
+            }
+        }
     }
 
+    #[inline(always)]
     fn dot(
         &self,
         cell: &mut f64,
@@ -136,11 +150,23 @@ impl Arith for Rounded {
                 }
                 acc = f64::from(acc32);
             }
-            _ => {
+            DType::BF16 => {
+                let mut acc16 = acc as f32;
                 for k in 0..n {
                     let (a, b) = at(k);
-                    self.mac(&mut acc, xs[a], ws[b], dtype);
+                    let product = half::bf16::from_f32(xs[a] as f32 * ws[b] as f32).to_f32();
+                    acc16 = half::bf16::from_f32(acc16 + product).to_f32();
                 }
+                acc = f64::from(acc16);
+            }
+            DType::F16 => {
+                let mut acc16 = acc as f32;
+                for k in 0..n {
+                    let (a, b) = at(k);
+                    let product = half::f16::from_f32(xs[a] as f32 * ws[b] as f32).to_f32();
+                    acc16 = half::f16::from_f32(acc16 + product).to_f32();
+                }
+                acc = f64::from(acc16);
             }
         }
         *cell = acc;
@@ -217,6 +243,63 @@ mod tests {
             1.0 + 2f64.powi(-9)
         );
         assert_eq!(round(1.0 / 3.0, DType::F32), f64::from(1.0f32 / 3.0));
+    }
+
+    #[test]
+    fn multiply_adds_and_dot_products_round_as_their_operations_do() {
+        let r = Rounded::default();
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let specials = [
+            0.0,
+            -0.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-45,
+            6e-8,
+            65504.0,
+            3.0e38,
+        ];
+        for dtype in [DType::F64, DType::F32, DType::BF16, DType::F16] {
+            let mut value = || {
+                let bits = next();
+                let v = if bits % 7 == 0 {
+                    specials[(bits >> 8) as usize % specials.len()]
+                } else {
+                    ((bits >> 11) as f64 / (1u64 << 53) as f64 - 0.5)
+                        * 2f64.powi((bits % 40) as i32 - 20)
+                };
+                round(v, dtype)
+            };
+            for _ in 0..4000 {
+                let (a, b, c) = (value(), value(), value());
+                let mut cell = c;
+                r.mac(&mut cell, a, b, dtype);
+                let product = r.binary(ValOp::Mul, a, b, dtype);
+                let expected = r.binary(ValOp::Add, c, product, dtype);
+                assert!(
+                    cell.to_bits() == expected.to_bits() || (cell.is_nan() && expected.is_nan()),
+                    "{dtype:?}: {c} + {a}·{b} gave {cell}, not {expected}"
+                );
+            }
+            for _ in 0..500 {
+                let xs: Vec<f64> = (0..16).map(|_| value()).collect();
+                let ws: Vec<f64> = (0..16).map(|_| value()).collect();
+                let mut dot = value();
+                let mut macs = dot;
+                r.dot(&mut dot, &xs, (1, 2), &ws, (15, -1), 7, dtype);
+                for k in 0..7 {
+                    r.mac(&mut macs, xs[1 + 2 * k], ws[15 - k], dtype);
+                }
+                assert!(dot.to_bits() == macs.to_bits() || (dot.is_nan() && macs.is_nan()));
+            }
+        }
     }
 
     #[test]

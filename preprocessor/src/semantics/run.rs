@@ -17,7 +17,7 @@ use fkc_provider::DType;
 /// How values are computed.
 pub trait Arith {
     /// A value while an expression is evaluated.
-    type V: Copy + std::fmt::Debug;
+    type V: Copy + std::fmt::Debug + Send + Sync + 'static;
     /// A stored value (a local or a tensor element), which may be an open sum.
     type Cell: Clone + std::fmt::Debug;
     /// An element of an input tensor (a value of its dtype, exactly).
@@ -133,13 +133,33 @@ pub const MAX_STEPS: u64 = 200_000_000;
 pub const MAX_LOCAL_ELEMENTS: usize = 1 << 24;
 
 /// Runs `program` on `inputs` in `arith`; with `trace`, records every output element's steps.
+///
+/// The fast executor ([`super::exec`]) runs it when it can; wherever it cannot, or the run
+/// fails, the reference interpreter below runs it from the start (so errors are always the
+/// reference's).
 pub fn run<A: Arith>(
     program: &Program,
     inputs: &Inputs<'_>,
     arith: &A,
     trace: bool,
 ) -> Result<Outcome<A::Cell>, SemanticsError> {
+    if !trace && let Some(outcome) = super::exec::run(program, inputs, arith) {
+        return Ok(outcome);
+    }
+    reference(program, inputs, arith, trace, true)
+}
+
+/// The reference interpreter: the checked program walked statement by statement, its planned
+/// loop nests run by their plans when `plans` (the generic walk everywhere otherwise).
+pub fn reference<A: Arith>(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    arith: &A,
+    trace: bool,
+    plans: bool,
+) -> Result<Outcome<A::Cell>, SemanticsError> {
     let mut frame = Frame::new(program, inputs, arith, trace);
+    frame.plans = plans;
     frame.block(&program.body).map_err(|e| *e)?;
     frame.finish()
 }
@@ -207,6 +227,10 @@ struct Frame<'p, A: Arith> {
     offsets: Vec<(i64, i64)>,
     /// Per run: the fixed coefficients of every planned form, by the form's number.
     fixed_coeffs: Vec<Option<Vec<i64>>>,
+    /// Planned nests run by their plans.
+    plans: bool,
+    /// The outer levels' variables of the innermost level being run.
+    outer_vars: Vec<i64>,
 }
 
 impl<'p, A: Arith> Frame<'p, A> {
@@ -250,6 +274,8 @@ impl<'p, A: Arith> Frame<'p, A> {
             partials: Vec::new(),
             offsets: Vec::new(),
             fixed_coeffs: vec![None; program.forms],
+            plans: true,
+            outer_vars: Vec::new(),
         }
     }
 
@@ -319,6 +345,7 @@ impl<'p, A: Arith> Frame<'p, A> {
             } => {
                 if let Some(plan) = plan
                     && !self.trace
+                    && self.plans
                     && self.planned(plan)?
                 {
                     return Ok(());
@@ -715,6 +742,8 @@ impl<'p, A: Arith> Frame<'p, A> {
             let result = if self.dot(plan, &offsets, from, to) {
                 Ok(())
             } else {
+                self.outer_vars.clear();
+                self.outer_vars.extend_from_slice(&vars[..level]);
                 (from..to).try_for_each(|v| self.updates(plan, v, &offsets))
             };
             self.offsets = offsets;
@@ -895,14 +924,8 @@ impl<'p, A: Arith> Frame<'p, A> {
                 let form = &plan.forms[*form];
                 // rare (an index used as a number): evaluated whole
                 let mut index = self.int(&form.offset)?;
-                let mut vars = plan
-                    .levels
-                    .iter()
-                    .map(|l| self.ints[l.var])
-                    .collect::<Vec<_>>();
-                if let Some(last) = vars.last_mut() {
-                    *last = v;
-                }
+                // the outer levels' variables (the walk's), then the innermost's
+                let vars = self.outer_vars.iter().copied().chain([v]);
                 for (coeff, var) in form.coeffs.iter().zip(vars) {
                     index = self
                         .int(coeff)?
