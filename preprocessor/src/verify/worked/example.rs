@@ -146,7 +146,7 @@ pub fn run(
     let mut climbed: Vec<(i64, Sample)> = ranked
         .iter()
         .take(CLIMBERS)
-        .filter_map(|&(score, index)| on.climb(pool.get(index)?, score))
+        .filter_map(|&(score, index)| Some(on.climb(pool.get(index)?, score)))
         .collect();
     climbed.sort_by_key(|(score, sample)| (Reverse(*score), sample.elements()));
     let rest = ranked
@@ -178,8 +178,16 @@ impl On<'_, '_> {
         let values = self.fill(sample);
         let (traced, _) = self.trace(sample, &values)?;
         let (focus, score) = traced.choose(self.style.scatter)?;
-        let planes = figure::planned(&traced, focus, self.style.combine);
-        let sides = planes
+        Some(score + self.readability(&traced, focus) - sample.elements() / 20)
+    }
+
+    /// Bonuses for a figure that reads well (a first input of 3 to 6 rows and columns, an
+    /// output of two rows and columns at least), penalties for one that does not (windows
+    /// mostly outside their input, more than [`COMPACT_GRIDS`] grids, planes wider than
+    /// [`READABLE_SIDE`], a sum too long to write out).
+    fn readability(&self, traced: &Traced, focus: Focus) -> i64 {
+        let planes = figure::planned(traced, focus, self.style.combine);
+        let wide = planes
             .iter()
             .filter_map(|(t, _)| traced.tensor(*t))
             .filter(|t| {
@@ -187,34 +195,24 @@ impl On<'_, '_> {
                 rows.max(cols) > READABLE_SIDE
             })
             .count();
-        let first = traced.tensors.iter().flatten().next()?;
-        let (rows, cols) = first.plane_shape();
+        let shape = |tensor: Option<&Shown>| tensor.map_or((0, 0), Shown::plane_shape);
+        let (rows, cols) = shape(traced.tensors.iter().flatten().next());
         let square = (3..=6).contains(&rows) && (3..=6).contains(&cols);
-        // The traced element's output seen as a picture (two rows and two columns at least).
-        let picture = traced
-            .outputs
-            .first()
-            .and_then(|t| traced.tensor(*t))
-            .is_some_and(|out| {
-                let (rows, cols) = out.plane_shape();
-                rows >= 2 && cols >= 2
-            });
-        let parts = traced.parts(focus).len();
-        let flag = |b: bool| if b { 2 } else { 0 };
+        let (rows, cols) = shape(traced.outputs.first().and_then(|t| traced.tensor(*t)));
+        let picture = rows >= 2 && cols >= 2;
         let hollow = !self.style.scatter && traced.hollow();
-        Some(
-            score + 3 * flag(square) / 2 + flag(picture)
-                - 2 * flag(hollow)
-                - 2 * planes.len().saturating_sub(COMPACT_GRIDS) as i64
-                - 5 * sides as i64
-                - 2 * parts.saturating_sub(READABLE_PARTS) as i64
-                - sample.elements() / 20,
-        )
+        let parts = traced.parts(focus).len();
+        let flag = |b: bool, weight: i64| if b { weight } else { 0 };
+        flag(square, 3) + flag(picture, 2)
+            - flag(hollow, 4)
+            - 2 * planes.len().saturating_sub(COMPACT_GRIDS) as i64
+            - 5 * wide as i64
+            - 2 * parts.saturating_sub(READABLE_PARTS) as i64
     }
 
     /// `start` moved, one variable at a time, while a move ranks it higher (or as high
     /// with fewer elements).
-    fn climb(&self, start: &Sample, score: i64) -> Option<(i64, Sample)> {
+    fn climb(&self, start: &Sample, score: i64) -> (i64, Sample) {
         let key = |rank: i64, s: &Sample| (rank, Reverse(s.elements()));
         let (mut best, mut score) = (start.clone(), score);
         for _ in 0..CLIMB {
@@ -235,7 +233,7 @@ impl On<'_, '_> {
                 None => break,
             }
         }
-        Some((score, best))
+        (score, best)
     }
 
     /// The example on `sample`: traced, run through the kernel, drawn.
