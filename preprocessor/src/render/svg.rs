@@ -248,8 +248,13 @@ pub fn drift_plot(drift: &Drift) -> String {
             .zip(&lengths)
             .map(|(p, l)| (*l, Some(p.error))),
     );
+    if !bound.is_empty() {
+        out.push_str(&format!(
+            "<path class=\"fkc-drift-bound\" d=\"{bound}\" fill=\"none\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/>"
+        ));
+    }
     out.push_str(&format!(
-        "<path class=\"fkc-drift-bound\" d=\"{bound}\" fill=\"none\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><path class=\"fkc-drift-err\" d=\"{error}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"/>"
+        "<path class=\"fkc-drift-err\" d=\"{error}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"/>"
     ));
     for (point, l) in drift.points.iter().zip(&lengths) {
         out.push_str(&format!(
@@ -263,10 +268,16 @@ pub fn drift_plot(drift: &Drift) -> String {
                 .map_or(String::new(), |b| format!(", bound = {}", scientific(b)))
         ));
     }
+    // The legend: the bound's line only where one is drawn.
+    if drift.points.iter().any(|p| p.bound.is_some()) {
+        out.push_str(&format!(
+            "<line class=\"fkc-drift-bound\" x1=\"{LEFT:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"16\" font-size=\"13\" fill=\"currentColor\">bound γ_K·Σ|term|</text>",
+            LEFT + 24.0,
+            LEFT + 30.0,
+        ));
+    }
     out.push_str(&format!(
-        "<line class=\"fkc-drift-bound\" x1=\"{LEFT:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"16\" font-size=\"13\" fill=\"currentColor\">bound γ_K·Σ|term|</text><circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"30\" r=\"3\" fill=\"currentColor\"/><text x=\"{:.1}\" y=\"34\" font-size=\"13\" fill=\"currentColor\">|{} kernel − exact|</text>",
-        LEFT + 24.0,
-        LEFT + 30.0,
+        "<circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"30\" r=\"3\" fill=\"currentColor\"/><text x=\"{:.1}\" y=\"34\" font-size=\"13\" fill=\"currentColor\">|{} kernel − exact|</text>",
         LEFT + 12.0,
         LEFT + 30.0,
         escape(&drift.dtype)
@@ -275,7 +286,7 @@ pub fn drift_plot(drift: &Drift) -> String {
     out
 }
 
-/// One legend entry: the mark's kind (`tap`, `out`, `max`, `pad`, `window`) and its meaning.
+/// One legend entry: the mark's kind (`tap`, `traced`, `chosen`) and its meaning.
 #[derive(Debug, Clone, Serialize)]
 pub struct LegendEntry {
     pub kind: String,
@@ -522,8 +533,10 @@ mod tests {
             "{caption}"
         );
         assert!(!caption.contains("bound = "), "{caption}");
-        let none = drift_caption(&self::drift([None, None, None]));
+        let unbounded = self::drift([None, None, None]);
+        let none = drift_caption(&unbounded);
         assert!(none.contains("is not drawn"), "{none}");
+        assert!(!drift_plot(&unbounded).contains("fkc-drift-bound"));
     }
 
     #[test]
