@@ -304,12 +304,14 @@ fn sum_sentence(traced: &Traced, focus: Focus, parts: &[Part]) -> String {
         sentence.push_str(&format!("; the kernel returned {}", number(result)));
     }
     sentence.push('.');
-    sentence.push_str(&cut_note(traced, focus, parts.len()));
+    sentence.push_str(&cut_note(traced, focus, parts));
     sentence
 }
 
-/// Where the element has fewer steps than others of its output: why.
-fn cut_note(traced: &Traced, focus: Focus, steps: usize) -> String {
+/// Where the element has fewer steps than others of its output: that the semantics' conditions
+/// skip the rest, and, when its first read input is read at the border of a plane, that these
+/// are reads past that edge.
+fn cut_note(traced: &Traced, focus: Focus, parts: &[Part]) -> String {
     let (tensor, _) = focus.element();
     let fullest = traced
         .outputs
@@ -318,15 +320,39 @@ fn cut_note(traced: &Traced, focus: Focus, steps: usize) -> String {
         .and_then(|o| traced.traces.get(o))
         .and_then(|elements| elements.iter().map(Vec::len).max())
         .unwrap_or(0);
-    let name = traced.tensor(tensor).map_or("", |s| s.name.as_str());
-    if steps < fullest {
-        format!(
-            " It has {} where other elements of `{name}` have up to {fullest}: at this edge the semantics skip the reads that would fall outside.",
-            plural(steps, "term")
-        )
-    } else {
-        String::new()
+    if parts.len() >= fullest {
+        return String::new();
     }
+    let name = traced.tensor(tensor).map_or("", |s| s.name.as_str());
+    let why = if at_border(traced, parts) {
+        "at this edge the semantics skip the reads that would fall outside their input"
+    } else {
+        "the semantics' conditions skip the others here"
+    };
+    format!(
+        " It has {} where other elements of `{name}` have up to {fullest}: {why}.",
+        plural(parts.len(), "term")
+    )
+}
+
+/// Whether a read of the first tensor read lies on the border of its plane.
+fn at_border(traced: &Traced, parts: &[Part]) -> bool {
+    let Some(&(tensor, _)) = parts.iter().flat_map(|p| &p.reads).next() else {
+        return false;
+    };
+    let Some(shown) = traced.tensor(tensor) else {
+        return false;
+    };
+    let (rows, cols) = shown.plane_shape();
+    let reads = parts
+        .iter()
+        .flat_map(|p| &p.reads)
+        .filter(|(t, _)| *t == tensor);
+    reads
+        .map(|(_, flat)| shown.locate(*flat))
+        .any(|(_, row, col)| {
+            (rows > 1 && (row == 0 || row + 1 == rows)) || col == 0 || col + 1 == cols
+        })
 }
 
 /// `` `out[0, 0, 1, 1]` = max(3, 8, NaN, 5) = 8 under `precision.nan: ignore` … ``.
@@ -577,7 +603,18 @@ mod tests {
         let figure = draw(&traced, Focus::Gather { tensor: 3, flat: 1 }, Combine::Sum);
         assert_eq!(
             figure.sentence,
-            "`out[0, 1]` = 9·3 = 27; the kernel returned 0. It has 1 term where other elements of `out` have up to 3: at this edge the semantics skip the reads that would fall outside."
+            "`out[0, 1]` = 9·3 = 27; the kernel returned 0. It has 1 term where other elements of `out` have up to 3: the semantics' conditions skip the others here."
+        );
+        // Read at the border of its plane, the missing terms are reads past the edge.
+        let mut edge = dilated();
+        edge.traces[0][1] = vec![step(&[(0, 0), (1, 0)], 6.0)];
+        let figure = draw(&edge, Focus::Gather { tensor: 3, flat: 1 }, Combine::Sum);
+        assert!(
+            figure.sentence.ends_with(
+                "at this edge the semantics skip the reads that would fall outside their input."
+            ),
+            "{}",
+            figure.sentence
         );
     }
 
