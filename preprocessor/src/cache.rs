@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Bumped whenever the stored form or what a key covers changes.
-const FORMAT: &str = "fkc-cache-3";
+const FORMAT: &str = "fkc-cache-4";
 
 /// One stored verification.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]

@@ -232,7 +232,8 @@ mod tests {
             sample: String::new(),
             shapes: vec![("x".to_owned(), vec![1, 2, 5, 5])],
             grids: Vec::new(),
-            matches_oracle: None,
+            operands: "small integers".to_owned(),
+            agrees: true,
             legend: Vec::new(),
             trace: None,
             cost: cost

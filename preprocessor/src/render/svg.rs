@@ -1,12 +1,12 @@
-//! The worked example's drawings as inline SVG: each operand's plane as a grid of numbers with
-//! its padded border, the traced taps numbered alike in the input and the weight, the output
-//! cell (or window, or maximum) they produce; and the half-precision drift plot. Shapes carry
-//! CSS classes (`fkc-fig-*`, `fkc-drift-*`, styled in `style.html.tera` from mdBook's theme
-//! variables, so a book restyles them) and presentation attributes as a fallback. No script,
-//! no external asset, no XML prolog, no CDATA, no newline (so no blank line), every text
-//! escaped. [`figure`] gathers the drawings and sentences the `figure.html` template lays out.
+//! The worked example's drawings as inline SVG: each plane of a tensor as a grid of numbers,
+//! the reads of the traced element numbered alike in every grid, the traced element and (for a
+//! selection) the value returned; and the half-precision drift plot. Shapes carry CSS classes
+//! (`fkc-fig-*`, `fkc-drift-*`, styled in `style.html.tera` from mdBook's theme variables, so a
+//! book restyles them) and presentation attributes as a fallback. No script, no external
+//! asset, no XML prolog, no CDATA, no newline (so no blank line), every text escaped.
+//! [`figure`] gathers the drawings and sentences the `figure.html` template lays out.
 
-use crate::verify::worked::{CostValue, Drift, Grid, MarkKind, Worked};
+use crate::verify::worked::{CostValue, Drift, DriftPoint, Grid, MarkKind, Worked};
 use serde::Serialize;
 
 const CELL: i64 = 28;
@@ -20,20 +20,13 @@ fn escape(text: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-fn number(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e6 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.3}")
-    }
-}
-
-/// The drawn size of a grid: (width, height) including its padded border.
+/// The drawn size of a grid: (width, height).
 fn extent(grid: &Grid) -> (i64, i64) {
-    let cols = grid.cols as i64 + 2 * grid.pad.1 as i64;
-    let rows = grid.rows as i64 + 2 * grid.pad.0 as i64;
     let label = grid.label.chars().count() as i64 * 7 + 4;
-    ((cols * CELL).max(label), LABEL + rows * CELL)
+    (
+        (grid.cols as i64 * CELL).max(label),
+        LABEL + grid.rows as i64 * CELL,
+    )
 }
 
 fn rect(out: &mut String, class: &str, attrs: &str, x: i64, y: i64, w: i64, h: i64) {
@@ -47,19 +40,18 @@ fn grid_svg(grid: &Grid, x0: i64, out: &mut String) {
         "<text x=\"{x0}\" y=\"14\" font-size=\"12\" fill=\"currentColor\">{}</text>",
         escape(&grid.label)
     ));
-    let (pr, pc) = (grid.pad.0 as i64, grid.pad.1 as i64);
-    let (rows, cols) = (grid.rows as i64, grid.cols as i64);
-    let at = |row: i64, col: i64| (x0 + (col + pc) * CELL, LABEL + (row + pr) * CELL);
-    for row in -pr..rows + pr {
-        for col in -pc..cols + pc {
+    let at = |row: usize, col: usize| (x0 + col as i64 * CELL, LABEL + row as i64 * CELL);
+    for row in 0..grid.rows {
+        for col in 0..grid.cols {
             let (x, y) = at(row, col);
-            let real = (0..rows).contains(&row) && (0..cols).contains(&col);
-            let (class, text_class, value) = if real {
-                let index = usize::try_from(row * cols + col).unwrap_or(usize::MAX);
-                let value = grid.values.get(index).copied().unwrap_or(f64::NAN);
-                ("fkc-fig-cell", "", number(value))
+            let text = grid
+                .cells
+                .get(row * grid.cols + col)
+                .map_or("", String::as_str);
+            let class = if text.is_empty() {
+                "fkc-fig-blank"
             } else {
-                ("fkc-fig-pad", " class=\"fkc-fig-padtext\"", "0".to_owned())
+                "fkc-fig-cell"
             };
             rect(
                 out,
@@ -71,28 +63,27 @@ fn grid_svg(grid: &Grid, x0: i64, out: &mut String) {
                 CELL,
             );
             out.push_str(&format!(
-                "<text{text_class} x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
+                "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
                 x + CELL / 2,
                 y + CELL / 2 + 4,
-                escape(&value)
+                escape(text)
             ));
         }
     }
-    let drawn =
-        |row: i64, col: i64| (-pr..rows + pr).contains(&row) && (-pc..cols + pc).contains(&col);
-    for mark in grid.marks.iter().filter(|m| drawn(m.row, m.col)) {
+    let drawn = |m: &&crate::verify::worked::Mark| m.row < grid.rows && m.col < grid.cols;
+    for mark in grid.marks.iter().filter(drawn) {
         let (x, y) = at(mark.row, mark.col);
         let (class, attrs) = match mark.kind {
             MarkKind::Tap => (
                 "fkc-fig-tap",
                 "fill=\"currentColor\" fill-opacity=\"0.18\" stroke=\"currentColor\" stroke-width=\"2\"",
             ),
-            MarkKind::Out => (
-                "fkc-fig-out",
+            MarkKind::Traced => (
+                "fkc-fig-traced",
                 "fill=\"currentColor\" fill-opacity=\"0.35\" stroke=\"currentColor\" stroke-width=\"2\"",
             ),
-            MarkKind::Max => (
-                "fkc-fig-max",
+            MarkKind::Chosen => (
+                "fkc-fig-chosen",
                 "fill=\"none\" stroke=\"currentColor\" stroke-width=\"3\"",
             ),
         };
@@ -104,18 +95,6 @@ fn grid_svg(grid: &Grid, x0: i64, out: &mut String) {
                 y + 10
             ));
         }
-    }
-    if let Some((r0, c0, r1, c1)) = grid.window {
-        let (x, y) = at(r0, c0);
-        rect(
-            out,
-            "fkc-fig-window",
-            "fill=\"none\" stroke=\"currentColor\" stroke-width=\"2\" stroke-dasharray=\"5 3\"",
-            x - 2,
-            y - 2,
-            (c1 - c0 + 1) * CELL + 4,
-            (r1 - r0 + 1) * CELL + 4,
-        );
     }
 }
 
@@ -140,17 +119,18 @@ pub fn worked_example(worked: &Worked) -> String {
     out
 }
 
-/// The sentence under the figure: what ran, on what, and how it compared with the oracle.
+/// The sentence under the figure: what ran, on what, and how it compared with the semantics.
 pub fn caption(worked: &Worked) -> String {
     format!(
-        "Computed by `{}` ({}) when this page was built, on {}; operands are small integers, so every dtype holds them exactly. {}",
+        "Computed by `{}` ({}) when this page was built, on {}; the operands are {}, so every dtype holds them exactly, and the traced element is drawn from the contract's semantics. {}",
         worked.symbol,
         worked.dtype,
         worked.sample,
-        match worked.matches_oracle {
-            Some(true) => "The result equals the independent oracle's exactly.",
-            Some(false) => "The result is within the oracle's error bound (see the checks above).",
-            None => "No oracle defines this op kind: the values were not checked.",
+        worked.operands,
+        if worked.agrees {
+            "Every element the kernel returned is what the semantics give."
+        } else {
+            "Some element the kernel returned is not what the semantics give (see the checks above)."
         }
     )
 }
@@ -162,14 +142,15 @@ const RIGHT: f64 = 24.0;
 const TOP: f64 = 46.0;
 const BOTTOM: f64 = 40.0;
 
-/// The drift plot: `|T-accumulated − exact|` (dots, solid) and Higham's bound (dashed) against
-/// the reduction length, both on log scales.
+/// The drift plot: `|kernel − exact|` (dots, solid) and the semantics' bound (dashed, where it
+/// says something) against the reduction length, both on log scales.
 pub fn drift_plot(drift: &Drift) -> String {
     let positive = |v: f64| v.is_finite() && v > 0.0;
     let values: Vec<f64> = drift
         .points
         .iter()
-        .flat_map(|p| [p.error, p.bound])
+        .flat_map(|p| [Some(p.error), p.bound])
+        .flatten()
         .filter(|v| positive(*v))
         .collect();
     let low = values.iter().copied().fold(f64::INFINITY, f64::min);
@@ -228,20 +209,21 @@ pub fn drift_plot(drift: &Drift) -> String {
         }
     }
     out.push_str(&format!(
-        "<path class=\"fkc-drift-axis\" d=\"M{LEFT} {TOP} V{bottom} H{:.1}\" fill=\"none\" stroke=\"currentColor\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"13\" text-anchor=\"middle\" fill=\"currentColor\">reduction length K (terms summed per output)</text>",
+        "<path class=\"fkc-drift-axis\" d=\"M{LEFT} {TOP} V{bottom} H{:.1}\" fill=\"none\" stroke=\"currentColor\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"13\" text-anchor=\"middle\" fill=\"currentColor\">reduction length K (terms the element sums)</text>",
         PLOT_W - RIGHT,
         (LEFT + PLOT_W - RIGHT) / 2.0,
         PLOT_H - 6.0
     ));
-    // A polyline through the finite values; an infinite one (a vacuous bound) ends it.
-    let path = |values: &mut dyn Iterator<Item = (f64, f64)>| -> String {
+    // A polyline through the values there are; a missing one (a bound that says nothing)
+    // ends it.
+    let path = |values: &mut dyn Iterator<Item = (f64, Option<f64>)>| -> String {
         let mut d = String::new();
         let mut pen_down = false;
         for (l, v) in values {
-            if !v.is_finite() {
+            let Some(v) = v.filter(|v| v.is_finite()) else {
                 pen_down = false;
                 continue;
-            }
+            };
             d.push_str(&format!(
                 "{}{:.1} {:.1}",
                 if pen_down { " L" } else { " M" },
@@ -264,25 +246,38 @@ pub fn drift_plot(drift: &Drift) -> String {
             .points
             .iter()
             .zip(&lengths)
-            .map(|(p, l)| (*l, p.error)),
+            .map(|(p, l)| (*l, Some(p.error))),
     );
-    out.push_str(&format!(
-        "<path class=\"fkc-drift-bound\" d=\"{bound}\" fill=\"none\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><path class=\"fkc-drift-err\" d=\"{error}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"/>"
-    ));
-    for (point, l) in drift.points.iter().zip(&lengths) {
+    if !bound.is_empty() {
         out.push_str(&format!(
-            "<circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"currentColor\"><title>K = {}: |error| = {:e}, bound = {:e}</title></circle>",
-            x(*l),
-            y(point.error),
-            point.length,
-            point.error,
-            point.bound
+            "<path class=\"fkc-drift-bound\" d=\"{bound}\" fill=\"none\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/>"
         ));
     }
     out.push_str(&format!(
-        "<line class=\"fkc-drift-bound\" x1=\"{LEFT:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"16\" font-size=\"13\" fill=\"currentColor\">bound γ_K·Σ|w·x|</text><circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"30\" r=\"3\" fill=\"currentColor\"/><text x=\"{:.1}\" y=\"34\" font-size=\"13\" fill=\"currentColor\">|{}-accumulated − exact|</text>",
-        LEFT + 24.0,
-        LEFT + 30.0,
+        "<path class=\"fkc-drift-err\" d=\"{error}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"/>"
+    ));
+    for (point, l) in drift.points.iter().zip(&lengths) {
+        out.push_str(&format!(
+            "<circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"currentColor\"><title>K = {}: |error| = {}{}</title></circle>",
+            x(*l),
+            y(point.error),
+            point.length,
+            scientific(point.error),
+            point
+                .bound
+                .map_or(String::new(), |b| format!(", bound = {}", scientific(b)))
+        ));
+    }
+    // The legend: the bound's line only where one is drawn.
+    if drift.points.iter().any(|p| p.bound.is_some()) {
+        out.push_str(&format!(
+            "<line class=\"fkc-drift-bound\" x1=\"{LEFT:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"16\" font-size=\"13\" fill=\"currentColor\">bound γ_K·Σ|term|</text>",
+            LEFT + 24.0,
+            LEFT + 30.0,
+        ));
+    }
+    out.push_str(&format!(
+        "<circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"30\" r=\"3\" fill=\"currentColor\"/><text x=\"{:.1}\" y=\"34\" font-size=\"13\" fill=\"currentColor\">|{} kernel − exact|</text>",
         LEFT + 12.0,
         LEFT + 30.0,
         escape(&drift.dtype)
@@ -291,7 +286,7 @@ pub fn drift_plot(drift: &Drift) -> String {
     out
 }
 
-/// One legend entry: the mark's kind (`tap`, `out`, `max`, `pad`, `window`) and its meaning.
+/// One legend entry: the mark's kind (`tap`, `traced`, `chosen`) and its meaning.
 #[derive(Debug, Clone, Serialize)]
 pub struct LegendEntry {
     pub kind: String,
@@ -365,46 +360,64 @@ pub fn figure(worked: &Worked) -> FigureView {
         drift: worked
             .drift
             .iter()
-            .map(|drift| {
-                let within = drift.points.iter().all(|p| p.error <= p.bound);
-                let longest = drift.points.last();
-                DriftView {
-                    dtype: drift.dtype.clone(),
-                    svg: drift_plot(drift),
-                    caption: format!(
-                        "Measured when this page was built: `{}` ({}) {} for each K, {} trials per length, each compared with the exact result on the same rounded operands; the plot shows each length's worst trial against its own bound.{}{}",
-                        drift.symbol,
-                        drift.dtype,
-                        drift.reduction,
-                        drift.trials,
-                        longest.map_or(String::new(), |p| format!(
-                            " At K = {}: |error| = {:.3e}, {}.",
-                            p.length,
-                            p.error,
-                            if p.bound.is_finite() {
-                                format!("bound = {:.3e}", p.bound)
-                            } else {
-                                "no finite bound (the magnitude of the terms overflowed)".to_owned()
-                            }
-                        )),
-                        if drift.points.iter().all(|p| p.error == 0.0) {
-                            " Every error is 0: the operation rounds nothing, whatever K."
-                        } else if within {
-                            " Every point is within its bound."
-                        } else {
-                            " Some points exceed their bound."
-                        }
-                    ),
-                }
+            .map(|drift| DriftView {
+                dtype: drift.dtype.clone(),
+                svg: drift_plot(drift),
+                caption: drift_caption(drift),
             })
             .collect(),
+    }
+}
+
+/// What a drift plot measured, and what its bound says.
+pub fn drift_caption(drift: &Drift) -> String {
+    let bounded: Vec<&DriftPoint> = drift.points.iter().filter(|p| p.bound.is_some()).collect();
+    let within = bounded
+        .iter()
+        .all(|p| p.bound.is_some_and(|b| p.error <= b));
+    let bound = match (bounded.last(), drift.points.last()) {
+        (None, _) => " The semantics' bound γ_K·Σ|term| is not drawn: at every K here it exceeds Σ|term|, the size of the terms themselves, and says nothing.".to_owned(),
+        (Some(last), Some(longest)) if last.length < longest.length => format!(
+            " The dashed line is the semantics' bound γ_K·Σ|term|, drawn up to K = {}: beyond, it exceeds Σ|term|, the size of the terms themselves, and says nothing.{}",
+            last.length,
+            if within { " Every error is within its bound." } else { " Some errors exceed their bound." }
+        ),
+        _ => format!(
+            " The dashed line is the semantics' bound γ_K·Σ|term|.{}",
+            if within { " Every error is within its bound." } else { " Some errors exceed their bound." }
+        ),
+    };
+    let longest = drift.points.last().map_or(String::new(), |p| {
+        format!(
+            " At K = {}: |error| = {}{}.",
+            p.length,
+            scientific(p.error),
+            p.bound
+                .map_or(String::new(), |b| format!(", bound = {}", scientific(b)))
+        )
+    });
+    format!(
+        "Measured when this page was built: `{}` ({}) on samples whose one output element sums K terms — K grows with {} (a family found by tracing the semantics). Operands are random in [−1, 1), {} trials per K, each compared with the semantics' exact value on the same rounded operands; each K shows its worst trial.{longest}{bound}",
+        drift.symbol, drift.dtype, drift.grows, drift.trials,
+    )
+}
+
+/// A measured error or bound, with three significant digits.
+fn scientific(value: f64) -> String {
+    if value == 0.0 {
+        "0".to_owned()
+    } else if (1e-3..1e4).contains(&value.abs()) {
+        let digits = 2 - value.abs().log10().floor().clamp(-3.0, 3.0) as i32;
+        format!("{value:.*}", usize::try_from(digits.max(0)).unwrap_or(0))
+    } else {
+        format!("{value:.2e}")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::worked::{DriftPoint, Mark};
+    use crate::verify::worked::Mark;
 
     fn worked() -> Worked {
         Worked {
@@ -416,25 +429,30 @@ mod tests {
                 label: "x & <y>".to_owned(),
                 rows: 2,
                 cols: 2,
-                values: vec![1.0, -2.0, 0.5, 3.0],
-                pad: (1, 1),
+                cells: vec!["1".into(), "−2".into(), String::new(), "NaN".into()],
                 marks: vec![
                     Mark {
-                        row: -1,
-                        col: 0,
+                        row: 0,
+                        col: 1,
                         kind: MarkKind::Tap,
                         number: Some(1),
                     },
                     Mark {
+                        row: 1,
+                        col: 1,
+                        kind: MarkKind::Chosen,
+                        number: None,
+                    },
+                    Mark {
                         row: 9,
                         col: 9,
-                        kind: MarkKind::Out,
+                        kind: MarkKind::Traced,
                         number: None,
                     },
                 ],
-                window: None,
             }],
-            matches_oracle: Some(true),
+            operands: "small integers".to_owned(),
+            agrees: true,
             legend: vec![("tap".to_owned(), "a tap".to_owned())],
             trace: None,
             cost: Vec::new(),
@@ -450,51 +468,83 @@ mod tests {
         assert!(!svg.contains("<?xml") && !svg.contains("CDATA") && !svg.contains('\n'));
         assert!(!svg.contains("<script>") && svg.contains("x &amp; &lt;y&gt;"));
         assert!(svg.contains("worked example of k&lt;script&gt;"));
-        assert!(svg.contains(">-2<") && svg.contains(">0.500<"));
-        // A 2×2 grid with a border of 1: 16 cells, 12 of them padding.
-        assert_eq!(svg.matches("class=\"fkc-fig-pad\"").count(), 12);
-        assert_eq!(svg.matches("class=\"fkc-fig-cell\"").count(), 4);
-        // The tap in the padding is drawn and numbered; the mark outside the drawing is not.
+        assert!(svg.contains(">−2<") && svg.contains(">NaN<"));
+        assert_eq!(svg.matches("class=\"fkc-fig-cell\"").count(), 3);
+        assert_eq!(svg.matches("class=\"fkc-fig-blank\"").count(), 1);
+        // The numbered tap and the chosen cell are drawn; the mark outside the grid is not.
         assert_eq!(svg.matches("class=\"fkc-fig-tap\"").count(), 1);
-        assert_eq!(svg.matches("class=\"fkc-fig-out\"").count(), 0);
+        assert_eq!(svg.matches("class=\"fkc-fig-chosen\"").count(), 1);
+        assert_eq!(svg.matches("class=\"fkc-fig-traced\"").count(), 0);
         assert!(svg.contains("class=\"fkc-fig-tapnum\""));
+        assert!(caption(&worked()).contains("is what the semantics give"));
+    }
+
+    fn drift(bounds: [Option<f64>; 3]) -> Drift {
+        let point = |length, error, bound| DriftPoint {
+            length,
+            error,
+            bound,
+        };
+        Drift {
+            dtype: "BF16".to_owned(),
+            symbol: "conv<bf16>".to_owned(),
+            grows: "`x.dim[1]`".to_owned(),
+            trials: 4,
+            points: vec![
+                point(1, 0.0, bounds[0]),
+                point(4, 0.01, bounds[1]),
+                point(4096, 1.481, bounds[2]),
+            ],
+        }
     }
 
     #[test]
     fn drift_plot_draws_error_and_bound_on_log_scales() {
-        let drift = Drift {
-            dtype: "BF16".to_owned(),
-            reduction: "summed".to_owned(),
-            symbol: "conv<bf16>".to_owned(),
-            trials: 4,
-            points: vec![
-                DriftPoint {
-                    length: 1,
-                    error: 0.0,
-                    bound: 0.004,
-                },
-                DriftPoint {
-                    length: 4,
-                    error: 0.01,
-                    bound: 0.03,
-                },
-                DriftPoint {
-                    length: 16,
-                    error: 0.05,
-                    bound: 0.3,
-                },
-            ],
-        };
+        let drift = drift([Some(0.004), Some(0.03), Some(3.0)]);
         let svg = drift_plot(&drift);
         assert!(svg.starts_with("<svg") && !svg.contains('\n') && !svg.contains("CDATA"));
         assert!(svg.contains("conv&lt;bf16&gt;"));
         assert_eq!(svg.matches("class=\"fkc-drift-dot\"").count(), 4); // 3 points + legend
         assert!(svg.contains("class=\"fkc-drift-bound\""));
         assert!(svg.contains(">1e-3<") && svg.contains(">1e0<"));
-        let view = figure(&Worked {
-            drift: vec![drift],
-            ..worked()
-        });
-        assert!(view.drift[0].caption.contains("within its bound"));
+        let caption = drift_caption(&drift);
+        assert!(
+            caption.contains("Every error is within its bound"),
+            "{caption}"
+        );
+        assert!(caption.contains("At K = 4096: |error| = 1.48, bound = 3.00."));
+    }
+
+    #[test]
+    fn a_bound_that_says_nothing_is_neither_drawn_nor_stated() {
+        let drift = drift([Some(0.004), Some(0.03), None]);
+        let svg = drift_plot(&drift);
+        // The bound's path stops at K = 4: one segment, no third point.
+        let bound = svg
+            .split("class=\"fkc-drift-bound\" d=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_default();
+        assert_eq!(bound.matches(['M', 'L']).count(), 2, "{bound}");
+        let caption = drift_caption(&drift);
+        assert!(caption.contains("drawn up to K = 4: beyond"), "{caption}");
+        assert!(
+            caption.contains("At K = 4096: |error| = 1.48."),
+            "{caption}"
+        );
+        assert!(!caption.contains("bound = "), "{caption}");
+        let unbounded = self::drift([None, None, None]);
+        let none = drift_caption(&unbounded);
+        assert!(none.contains("is not drawn"), "{none}");
+        assert!(!drift_plot(&unbounded).contains("fkc-drift-bound"));
+    }
+
+    #[test]
+    fn measured_numbers_keep_three_significant_digits() {
+        assert_eq!(scientific(1.4812), "1.48");
+        assert_eq!(scientific(0.28104), "0.281");
+        assert_eq!(scientific(0.0), "0");
+        assert_eq!(scientific(8.921e9), "8.92e9");
+        assert_eq!(scientific(2.5e-5), "2.50e-5");
     }
 }

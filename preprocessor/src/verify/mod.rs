@@ -173,7 +173,7 @@ pub fn verify(
     gate.coverage(first_dtype, &admitted);
     if gate.diagnostics.is_empty() {
         let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
-        gate.evidence.worked = worked::example_in(&gate.domain, &kernels, &gate.op_kind, &samples);
+        gate.evidence.worked = worked::example_in(&gate.domain, &kernels, &samples);
     }
     gate.undeclared_dtypes(import, &first_kernel, &admitted);
     gate.once_per_hang();

@@ -82,8 +82,6 @@ pub struct Runs<'a> {
 pub enum Fill {
     /// Seeded values in [-1, 1) (the gate's samples).
     Random(u64),
-    /// Small integers from -2 to 2, readable in a figure and exact in every dtype.
-    SmallIntegers,
     /// Seeded values whose exponents spread as widely as the dtype allows without overflow in
     /// a product (±2^k·(1 + f) with |k| up to 5 in half precision, 20 in single and double),
     /// so that any change of summation order changes bits.
@@ -137,7 +135,6 @@ pub(crate) fn operands(
 ) -> Result<Vec<Option<Operand>>, String> {
     let seed = match fill {
         Fill::Random(seed) | Fill::WideExponents(seed) | Fill::Special(seed) => seed,
-        Fill::SmallIntegers => 0,
     };
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
     kernel
@@ -159,7 +156,6 @@ pub(crate) fn operands(
             let count: usize = shape.iter().product();
             let values: Vec<f64> = match fill {
                 Fill::Random(_) => (0..count).map(|_| rng.unit()).collect(),
-                Fill::SmallIntegers => (0..count).map(|i| ((i * 7 + 3) % 5) as f64 - 2.0).collect(),
                 Fill::Special(_) => (0..count).map(|_| special_value(&mut rng, dtype)).collect(),
                 Fill::WideExponents(_) => {
                     (0..count).map(|_| wide_exponent(&mut rng, dtype)).collect()

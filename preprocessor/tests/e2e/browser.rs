@@ -1,5 +1,6 @@
-//! The book in a real browser: headless Chromium loads the seed chapter, the format reference,
-//! the inventory and the diagnostics index in mdBook's light and navy themes at 1280 and 420 px
+//! The book in a real browser: headless Chromium loads the seed chapter, the contiguize chapter
+//! (a worked example with a strided view's storage), the format reference, the inventory and the
+//! diagnostics index in mdBook's light and navy themes at 1280 and 420 px
 //! (each page in an iframe of exactly that width, `browser/frame.html`), and a probe script
 //! injected at the top of each page (`browser/probe.js`) reports console errors, failed loads,
 //! every element wider than the content column, and how many cards, figures and drift plots it
@@ -25,6 +26,15 @@ const PAGES: &[(&str, Expect)] = &[
             figures: 4,
             drifts: 1,
             cards: 5,
+        },
+    ),
+    (
+        "contracts/contiguize.html",
+        Expect {
+            contracts: 1,
+            figures: 1,
+            drifts: 0,
+            cards: 2,
         },
     ),
     (

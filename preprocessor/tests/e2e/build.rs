@@ -44,7 +44,7 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
     // The YAML comments are kept as annotations.
     assert!(page_real.contains("[N, Cin, H, W]"));
     // Each verified contract shows a worked example as inline SVG that survived mdBook's HTML
-    // pass, computed by the kernel and equal to the oracle.
+    // pass, computed by the kernel, traced through the semantics and equal to what they give.
     assert_eq!(
         page_real.matches("class=\"fkc-example\"").count(),
         4,
@@ -52,9 +52,14 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
     );
     assert!(page_real.matches("class=\"fkc-grid\"").count() >= 4 * 2);
     assert_eq!(
-        page_real.matches("equals the independent oracle").count(),
+        page_real
+            .matches("Every element the kernel returned is what the semantics give.")
+            .count(),
         4
     );
+    // Every figure numbers what its traced element reads and marks that element.
+    assert!(page_real.matches("class=\"fkc-fig-tapnum\"").count() >= 4 * 2);
+    assert!(page_real.matches("class=\"fkc-fig-traced\"").count() >= 4);
     assert!(!page_real.contains("<?xml"));
     // The inventory lists every contract of the book with a link to its section.
     let inventory = page(&real, "inventory.html");
