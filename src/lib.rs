@@ -20,6 +20,7 @@ pub mod dtype;
 pub mod error;
 pub mod exec;
 pub mod fkc;
+pub mod mutants;
 pub mod ops;
 pub mod shape;
 pub mod tensor;

@@ -16,8 +16,9 @@ use std::any::Any;
 use half::{bf16, f16};
 use pulp::{Simd, WithSimd};
 
+use crate::mutants::{Mutant, active};
 use crate::ops::common::max_step;
-use crate::ops::simd::{Lane, arch, in_call};
+use crate::ops::simd::{Caller, Lane, arch};
 use crate::tensor::{Element, RefTensor};
 
 /// A validated pooling geometry (one plane).
@@ -183,12 +184,12 @@ fn pool<A: Lane + Element>(g: &PoolGeometry, x: &[A], threads: usize) -> Option<
         }
     } else {
         fkc_provider::call::took("pool.threads");
-        let context = fkc_provider::call::current();
+        let caller = Caller::here();
         std::thread::scope(|scope| {
             for ((x, out), scratch) in runs {
-                let context = context.as_ref();
+                let caller = &caller;
                 scope.spawn(move || {
-                    in_call(context, || {
+                    caller.run(|| {
                         arch().dispatch(Pool {
                             g,
                             reduced_len,
@@ -261,9 +262,14 @@ fn reduce_columns<S: Simd, A: Lane + Element>(
     while j0 + UNROLL * lanes <= positions.next_multiple_of(lanes) && fits(j0, UNROLL) {
         let at = |v: usize, c: usize| A::load::<S>(&x[start + j0 + v * lanes + c..]);
         let mut m: [A::V<S>; UNROLL] = std::array::from_fn(|v| at(v, 0));
+        let later = active(Mutant::PoolTieTakesLater);
         for c in 1..g.kernel {
             for (v, m) in m.iter_mut().enumerate() {
-                *m = A::max_step(s, *m, at(v, c));
+                *m = if later {
+                    A::max_step(s, at(v, c), *m)
+                } else {
+                    A::max_step(s, *m, at(v, c))
+                };
             }
         }
         for (v, &m) in m.iter().enumerate() {

@@ -67,15 +67,29 @@ pub(crate) fn arch() -> Arch {
     arch
 }
 
-/// Runs `f` on a worker thread as part of the current call (so its paths are reported and it
-/// runs at the call's level).
-pub(crate) fn in_call<R>(
-    context: Option<&fkc_provider::call::Context>,
-    f: impl FnOnce() -> R,
-) -> R {
-    match context {
-        Some(context) => context.enter(f),
-        None => f(),
+/// What a worker thread takes over from the call that starts it: the provider's call context
+/// (so its paths are reported and it runs at the call's level) and the active mutant.
+#[derive(Debug)]
+pub(crate) struct Caller {
+    context: Option<fkc_provider::call::Context>,
+    mutant: Option<crate::mutants::Mutant>,
+}
+
+impl Caller {
+    /// The call running on this thread.
+    pub(crate) fn here() -> Self {
+        Caller {
+            context: fkc_provider::call::current(),
+            mutant: crate::mutants::current(),
+        }
+    }
+
+    /// Runs `f` (on a worker thread) as part of the call.
+    pub(crate) fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        crate::mutants::with(self.mutant, || match &self.context {
+            Some(context) => context.enter(f),
+            None => f(),
+        })
     }
 }
 
@@ -346,7 +360,11 @@ impl Rounding for RoundBf16 {
             s.splat_u32s(1),
         );
         // mag ≤ 0x7fff_ffff, so adding at most 0x8000 cannot wrap.
-        let up = s.add_u32s(mag, s.add_u32s(s.splat_u32s(0x7fff), lsb));
+        let up = if crate::mutants::active(crate::mutants::Mutant::Bf16Truncates) {
+            mag
+        } else {
+            s.add_u32s(mag, s.add_u32s(s.splat_u32s(0x7fff), lsb))
+        };
         let rounded = s.or_u32s(s.and_u32s(up, s.splat_u32s(0xffff_0000)), sign);
         let nan = s.greater_than_u32s(mag, s.splat_u32s(0x7f80_0000));
         let quiet = s.or_u32s(
@@ -382,6 +400,11 @@ impl Rounding for RoundF16 {
         let tiny =
             s.transmute_u32s_f32s(s.sub_f32s(s.add_f32s(s.transmute_f32s_u32s(mag), half), half));
         let is_tiny = s.less_than_u32s(mag, s.splat_u32s(0x3880_0000));
+        let tiny = if crate::mutants::active(crate::mutants::Mutant::F16FlushesSubnormals) {
+            s.splat_u32s(0)
+        } else {
+            tiny
+        };
         let r = s.select_u32s(is_tiny, tiny, normal);
         let huge = s.greater_than_or_equal_u32s(mag, s.splat_u32s(0x477f_f000));
         let r = s.select_u32s(huge, s.splat_u32s(0x7f80_0000), r);

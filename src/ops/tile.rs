@@ -34,7 +34,8 @@ use std::ops::Range;
 use half::{bf16, f16};
 use pulp::{Simd, WithSimd};
 
-use crate::ops::simd::{Exact32, Exact64, Lane, RoundBf16, RoundF16, Rounding, arch, in_call};
+use crate::mutants::{Mutant, active};
+use crate::ops::simd::{Caller, Exact32, Exact64, Lane, RoundBf16, RoundF16, Rounding, arch};
 use crate::tensor::{Element, RefTensor};
 
 /// One kernel column tap of a column phase: output `j` of the phase reads
@@ -415,12 +416,15 @@ fn run_typed<E: Fast>(
         });
     } else {
         fkc_provider::call::took("tile.threads");
-        let context = fkc_provider::call::current();
+        let caller = Caller::here();
+        let chunks = items.chunks_mut(per).count();
+        let idle = usize::from(active(Mutant::LastThreadIdle));
         std::thread::scope(|scope| {
-            for (chunk, scratch) in items.chunks_mut(per).zip(&mut scratches) {
-                let (job, context) = (&job, context.as_ref());
+            let shares = items.chunks_mut(per).zip(&mut scratches);
+            for (chunk, scratch) in shares.take(chunks - idle) {
+                let (job, caller) = (&job, &caller);
                 scope.spawn(move || {
-                    in_call(context, || {
+                    caller.run(|| {
                         arch().dispatch(Work::<E> {
                             job,
                             items: chunk,
@@ -744,11 +748,24 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
                 break;
             }
             let sum = match job.bias {
+                Some(_) if NV == 4 && active(Mutant::WideTileDropsBias) => a,
+                Some(b) if active(Mutant::ChannelTileBiasIndex) => {
+                    R::plus(s, a, <Acc<E>>::splat(s, b[co - co % 4]))
+                }
                 Some(b) => R::plus(s, a, <Acc<E>>::splat(s, b[co])),
                 None => a,
             };
-            let val = <Acc<E>>::canonical_nan(s, sum);
+            let val = if active(Mutant::NanPayloadKept) {
+                sum
+            } else {
+                <Acc<E>>::canonical_nan(s, sum)
+            };
             let n = (phase.count - jb).min(lanes);
+            let wide = lanes * std::mem::size_of::<Acc<E>>();
+            let lost = n < lanes
+                && (active(Mutant::TailLaneLost)
+                    || (wide == 32 && active(Mutant::Avx2TailLaneLost)));
+            let n = n - usize::from(lost);
             if step == 1 {
                 <Acc<E>>::store(s, &mut out_row[phase.out_base + jb..][..n], val);
             } else {

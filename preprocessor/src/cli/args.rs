@@ -529,6 +529,7 @@ mod tests {
             ("order", Check::Order),
             ("special", Check::Special),
             ("conditioning", Check::Conditioning),
+            ("signed-zeros", Check::SignedZeros),
             ("layout", Check::Layout),
             ("undeclared", Check::Undeclared),
             ("required", Check::Required),

@@ -155,8 +155,9 @@ impl std::fmt::Debug for Lowered {
 
 #[cfg(test)]
 pub fn show<A: Arith>(program: &Program, inputs: &Inputs<'_>, arith: &A) {
-    let exec = Exec::new(program, inputs, arith).unwrap();
-    println!("{:#?}", lower(program, inputs, arith, &exec));
+    if let Some(exec) = Exec::new(program, inputs, arith) {
+        println!("{:#?}", lower(program, inputs, arith, &exec));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -472,13 +473,19 @@ enum Code<V> {
 /// (reads, then writes), every form an update converts to a value, every check, then every
 /// bound; a row's value at a level is its base (a sum over the enclosing slots) plus its
 /// coefficient times each outer level's variable.
+/// Every level's `(lo, hi)` range and the box's size.
+type FixedRanges = (Box<[(i64, i64)]>, u64);
+
+/// The `(row, dim)` pairs one level checks inside `0..dim`.
+type Checks = Box<[(usize, i64)]>;
+
 #[derive(Debug)]
 struct Nest<V> {
     depth: usize,
     lo: Box<[IE]>,
     hi: Box<[IE]>,
     /// Every level's range and the box's size, when they are numbers for the run.
-    fixed: Option<(Box<[(i64, i64)]>, u64)>,
+    fixed: Option<FixedRanges>,
     /// Form offsets that may fail (evaluated first on entry, as the reference does).
     fallible: Box<[IE]>,
     /// Updates per innermost iteration (for the budget).
@@ -499,7 +506,7 @@ struct Nest<V> {
     /// Per level: its bounds use no outer level's variable (its range is solved on entry).
     hoisted: Box<[bool]>,
     /// Per level (and last, on entry): the rows to check inside `0..dim`.
-    checks: Box<[Box<[(usize, i64)]>]>,
+    checks: Box<[Checks]>,
     /// Per level: no level above it checks (an empty range here leaves nothing to do).
     quiet: Box<[bool]>,
     /// Per level: the deeper levels whose ranges its move changes (bit per level).
@@ -1302,9 +1309,11 @@ impl<A: Arith> Lower<'_, '_, A> {
         }
         let mut tracked = Vec::new();
         if let Some(kernel_rows) = &kernel_rows {
-            for level in split..depth {
-                tracked.extend(kernel_rows.iter().map(|row| rows[*row][level]));
-            }
+            let rows = &rows;
+            tracked.extend(
+                (split..depth)
+                    .flat_map(|level| kernel_rows.iter().map(move |row| rows[*row][level])),
+            );
         }
         let n = rows.len();
         let mut flat = vec![0i64; depth * n];
@@ -1408,7 +1417,7 @@ impl<A: Arith> Lower<'_, '_, A> {
 }
 
 /// Every level's range and their box's size, when every bound is a number.
-fn fixed_ranges(lo: &[IE], hi: &[IE]) -> Option<(Box<[(i64, i64)]>, u64)> {
+fn fixed_ranges(lo: &[IE], hi: &[IE]) -> Option<FixedRanges> {
     let mut ranges = Vec::with_capacity(lo.len());
     let mut iterations: u64 = 1;
     for (lo, hi) in lo.iter().zip(hi) {
@@ -2164,8 +2173,7 @@ impl<'p, A: Arith> Exec<'p, A> {
         }
         let mut cut = std::mem::take(&mut self.cut);
         cut.clear();
-        for level in 0..depth {
-            let (lo, hi) = ranges[level];
+        for (level, &(lo, hi)) in ranges.iter().enumerate().take(depth) {
             let range = if nest.hoisted[level] {
                 let coefs = &nest.coefs[level * rows..(level + 1) * rows];
                 let range = solve(lo, hi, &nest.bounds[level], coefs, scratch);

@@ -150,7 +150,7 @@ fn conv_case(
             .checked_sub(dilation[a] * (k[a] - 1) + 1)
             .map(|v| v / stride[a] + 1)
     };
-    if x[1] % groups != 0 {
+    if !x[1].is_multiple_of(groups) {
         return None;
     }
     let co = cout_g * groups;
@@ -187,7 +187,7 @@ fn transposed_case(
     dilation: [usize; 2],
     dtype: DType,
 ) -> Option<Case> {
-    if x[1] % groups != 0 {
+    if !x[1].is_multiple_of(groups) {
         return None;
     }
     let size = |len: usize, a: usize| {

@@ -1,8 +1,11 @@
-//! Precision claims attacked with ill-conditioned operands. A stated precision (`max_ulp: N`,
-//! `max_absolute`, `max_relative`) is checked on the random operands of the admitted check, where
-//! sums rarely cancel; here the first admitted samples run again on operands whose exponents
-//! spread wide with mixed signs, so that sums cancel to far below their terms and a kernel's
-//! rounding error shows against the exact result.
+//! Claims attacked with designed operands. A stated precision (`max_ulp: N`, `max_absolute`,
+//! `max_relative`) is checked on the random operands of the admitted check, where sums rarely
+//! cancel; here the first samples run again on operands whose exponents spread wide with mixed
+//! signs, so that sums cancel to far below their terms and a kernel's rounding error shows
+//! against the exact result. A bitwise claim (an `order`, `max_ulp: 0`, bitwise determinism)
+//! is checked again on operands of signed zeros, where random values almost never give a zero
+//! result: a zero of the wrong sign (a tie taken from the wrong side, `+0.0` added where the
+//! order gives `-0.0`) breaks it.
 
 use super::Gate;
 use super::run::{Fill, Outcome, Runs, call_filled};
@@ -11,8 +14,61 @@ use super::shrink::{Check, Keep, Replay};
 use crate::providers::Kernel;
 use fkc_provider::DType;
 
-/// Samples the precision runs on with ill-conditioned operands.
-const CONDITIONED_SAMPLES: usize = 8;
+/// Samples each attack runs on.
+const DESIGNED_SAMPLES: usize = 8;
+
+/// Operands designed to break one kind of claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Designed {
+    /// Exponents spread wide with mixed signs: sums that cancel (a stated precision).
+    IllConditioned,
+    /// `+0.0`, `-0.0` and `-1.0`: results that are zeros of either sign (a bitwise claim).
+    SignedZeros,
+}
+
+impl Designed {
+    fn fill(self, seed: u64) -> Fill {
+        match self {
+            Designed::IllConditioned => Fill::WideExponents(seed),
+            Designed::SignedZeros => Fill::SignedZeros(seed),
+        }
+    }
+
+    fn check(self) -> Check {
+        match self {
+            Designed::IllConditioned => Check::Conditioning,
+            Designed::SignedZeros => Check::SignedZeros,
+        }
+    }
+
+    /// What the operands were, for a diagnostic's note.
+    fn operands(self) -> &'static str {
+        match self {
+            Designed::IllConditioned => {
+                "operands: exponents spread wide with mixed signs, so the sums cancel"
+            }
+            Designed::SignedZeros => "operands: +0.0, -0.0 and -1.0, so results are signed zeros",
+        }
+    }
+
+    /// The evidence row for `checked` samples of `dtype`.
+    fn row(self, dtype: DType, checked: usize) -> (String, String) {
+        match self {
+            Designed::IllConditioned => (
+                format!("{dtype} precision, ill-conditioned"),
+                format!(
+                    "{checked} samples on operands whose exponents spread wide with mixed signs (sums that cancel): every value within the stated precision of the exact result"
+                ),
+            ),
+            Designed::SignedZeros => (
+                format!("{dtype} signed zeros"),
+                format!(
+                    "{checked} samples on operands of +0.0, -0.0 and -1.0: every zero with the sign the semantics give"
+                ),
+            ),
+        }
+    }
+}
 
 impl Gate<'_> {
     /// Whether the contract states a precision of its own (other than exactness).
@@ -23,21 +79,39 @@ impl Gate<'_> {
             || stated.max_relative.is_some()
     }
 
-    /// Checks the stated precision on ill-conditioned operands (nothing to do without one).
-    pub(super) fn ill_conditioned(
+    /// Checks the stated precision on ill-conditioned operands and a bitwise claim on signed
+    /// zeros (nothing to do for a claim the contract does not make).
+    pub(super) fn designed_attacks(
         &mut self,
         kernel: &Kernel<'_>,
         dtype: DType,
         samples: &[&Sample],
     ) {
-        if !self.states_precision() || !self.has_semantics() {
+        if !self.has_semantics() {
             return;
         }
+        if self.states_precision() && !self.attack(Designed::IllConditioned, kernel, dtype, samples)
+        {
+            return;
+        }
+        if self.claims_bits() {
+            self.attack(Designed::SignedZeros, kernel, dtype, samples);
+        }
+    }
+
+    /// Runs the first samples on `designed` operands; false after reporting a failure.
+    fn attack(
+        &mut self,
+        designed: Designed,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        samples: &[&Sample],
+    ) -> bool {
         let mut checked = 0;
-        for (index, sample) in samples.iter().take(CONDITIONED_SAMPLES).enumerate() {
+        for (index, sample) in samples.iter().take(DESIGNED_SAMPLES).enumerate() {
             let seed = self.seed ^ ((index as u64) << 24);
             let before = self.diagnostics.len();
-            match self.conditioned_one(kernel, dtype, sample, seed) {
+            match self.designed_one(designed, kernel, dtype, sample, seed) {
                 None => continue,
                 Some(true) => checked += 1,
                 Some(false) => {
@@ -45,26 +119,23 @@ impl Gate<'_> {
                         kernel,
                         dtype,
                         seed,
-                        check: Check::Conditioning,
+                        check: designed.check(),
                         keep: Keep::Admitted,
                     };
                     self.shrink_report(before, &replay, sample);
-                    return;
+                    return false;
                 }
             }
         }
-        self.evidence.rows.push((
-            format!("{dtype} precision, ill-conditioned"),
-            format!(
-                "{checked} samples on operands whose exponents spread wide with mixed signs (sums that cancel): every value within the stated precision of the exact result"
-            ),
-        ));
+        self.evidence.rows.push(designed.row(dtype, checked));
+        true
     }
 
-    /// One sample on ill-conditioned operands chosen by `seed`: `Some(false)` after reporting
-    /// a value outside the stated precision, `None` when nothing could be compared.
-    pub(super) fn conditioned_one(
+    /// One sample on `designed` operands chosen by `seed`: `Some(false)` after reporting a
+    /// value the contract does not allow, `None` when nothing could be compared.
+    pub(super) fn designed_one(
         &mut self,
+        designed: Designed,
         kernel: &Kernel<'_>,
         dtype: DType,
         sample: &Sample,
@@ -79,13 +150,14 @@ impl Gate<'_> {
             &self.domain,
             sample,
             dtype,
-            Fill::WideExponents(seed),
+            designed.fill(seed),
             runs,
         );
         // The admitted-domain check reports refusals and crashes.
         let Outcome::Accepted(accepted) = outcome else {
             return None;
         };
+        self.paths_reached(dtype, &accepted.paths);
         let predicted: Vec<Vec<i64>> = accepted
             .outputs
             .iter()
@@ -102,10 +174,7 @@ impl Gate<'_> {
         );
         if held.is_none() {
             for diagnostic in &mut self.diagnostics[before..] {
-                diagnostic.notes.push(
-                    "operands: exponents spread wide with mixed signs, so the sums cancel"
-                        .to_owned(),
-                );
+                diagnostic.notes.push(designed.operands().to_owned());
             }
         }
         Some(held.is_some())

@@ -158,7 +158,7 @@ pub fn verify(
         // code paths too.
         let samples = interleaved(grown, &admitted);
         gate.order_claim(&kernel, dtype, &samples);
-        gate.ill_conditioned(&kernel, dtype, &samples);
+        gate.designed_attacks(&kernel, dtype, &samples);
         if !gate.special_values(&kernel, dtype, &samples) {
             break;
         }

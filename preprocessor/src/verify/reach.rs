@@ -5,7 +5,8 @@
 //! widths (so its last vector has every residue), and each other dim raised past the register
 //! tiles ([`RAISED`]), the dims that constraints tie to it following. A raised sample is kept
 //! when it reaches a set of code paths no kept sample reached; while a path the contract
-//! names is still unreached, random growth goes on for at most [`TRIES`] candidates.
+//! names is still unreached, random growth goes on for at most [`TRIES`] candidates. Every
+//! other grown sample then gets its optional inputs present.
 
 use std::collections::BTreeSet;
 
@@ -34,6 +35,8 @@ const PAIRED: i64 = 9;
 const SWEEP_BASES: usize = 4;
 /// The elements (operands and outputs) a grown sample may have.
 const GROWN_ELEMENTS: i64 = 1 << 15;
+/// Grown samples given the parameters of drawn ones.
+const MIXED: usize = 4;
 /// Random growth attempts while a named path is unreached.
 const TRIES: usize = 160;
 
@@ -164,7 +167,61 @@ impl Gate<'_> {
             let candidate = self.domain.tied(&candidate, dtype);
             self.keep_if_new(kernel, dtype, candidate, admitted, &mut grown, &mut seen);
         }
+        self.optional_inputs_present(&mut grown, dtype);
+        let mixed = self.with_drawn_params(&grown, admitted, dtype);
+        grown.splice(0..0, mixed);
         grown
+    }
+
+    /// The first grown samples with the parameters (and at least the dims) of drawn samples,
+    /// where that is still a sample: grown samples mostly have unit parameters (a window of one, no stride), under
+    /// which ties and cancellations cannot happen; these come first, so the checks that take
+    /// a few grown samples (order, special values, designed operands) run wide paths under
+    /// real parameters.
+    fn with_drawn_params(&self, grown: &Admitted, drawn: &Admitted, dtype: DType) -> Admitted {
+        let mut mixed: Admitted = Vec::new();
+        for ((sample, _), (drawn, _)) in grown.iter().zip(drawn.iter().rev()) {
+            if mixed.len() >= MIXED {
+                break;
+            }
+            // The drawn sample's parameters, and each dim at least the drawn one (a window
+            // fits where the grown sample had a unit dim).
+            let mut candidate = sample.clone();
+            candidate.params.clone_from(&drawn.params);
+            for ((_, dims, _), (_, theirs, _)) in candidate.inputs.iter_mut().zip(&drawn.inputs) {
+                for (dim, their) in dims.iter_mut().zip(theirs) {
+                    *dim = (*dim).max(*their);
+                }
+            }
+            let candidate = self.domain.tied(&candidate, dtype);
+            if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
+                && weight(&candidate, &outputs) <= GROWN_ELEMENTS
+                && !grown.iter().chain(&mixed).any(|(s, _)| *s == candidate)
+            {
+                mixed.push((candidate, outputs));
+            }
+        }
+        mixed
+    }
+
+    /// Every other grown sample with its optional inputs present (where that is still a
+    /// sample): the wide code paths run with them too (a bias added in a register tile).
+    fn optional_inputs_present(&self, grown: &mut Admitted, dtype: DType) {
+        let optional: Vec<&str> = self
+            .raw
+            .inputs
+            .iter()
+            .filter(|i| i.optional.as_ref().is_some_and(|o| o.value))
+            .map(|i| i.name.value.as_str())
+            .collect();
+        for (sample, outputs) in grown.iter_mut().skip(1).step_by(2) {
+            for name in &optional {
+                let candidate = self.domain.with_present(sample, name, dtype);
+                if let Verdict::Admitted { outputs: now } = self.domain.verdict(&candidate, dtype) {
+                    (*sample, *outputs) = (candidate, now);
+                }
+            }
+        }
     }
 
     /// `sample` with every parameter value 1 — or, where that is not a sample, with one

@@ -86,14 +86,19 @@ pub enum Fill {
     /// a product (±2^k·(1 + f) with |k| up to 5 in half precision, 20 in single and double),
     /// so that any change of summation order changes bits.
     WideExponents(u64),
-    /// Seeded values of which about one in three is special: NaN (canonical, with a payload, or
-    /// negative), ±Inf, -0.0, the smallest subnormal, or ±3/4 of the largest finite value of the
+    /// Seeded values of which about one in three is special: NaN (canonical in every other run,
+    /// with a payload, or negative), ±Inf, -0.0, the smallest subnormal, or ±3/4 of the largest finite value of the
     /// dtype.
     Special(u64),
+    /// Seeded `+0.0`, `-0.0` and `-1.0`: windows and sums whose result is a zero of either
+    /// sign, so that a bitwise claim's zero signs are put to the test.
+    SignedZeros(u64),
 }
 
-/// One value for [`Fill::Special`].
-fn special_value(rng: &mut Rng, dtype: DType) -> f64 {
+/// One value for [`Fill::Special`]; without `canonical`, the canonical NaN's place is taken by
+/// another payload (so that a kernel which makes every NaN canonical is told apart from one
+/// that passes an operand's NaN on).
+fn special_value(rng: &mut Rng, dtype: DType, canonical: bool) -> f64 {
     let (largest, smallest) = match dtype {
         DType::F64 => (f64::MAX, 5e-324),
         DType::F32 => (f64::from(f32::MAX), 2f64.powi(-149)),
@@ -101,7 +106,8 @@ fn special_value(rng: &mut Rng, dtype: DType) -> f64 {
         DType::F16 => (f64::from(half::f16::MAX), 2f64.powi(-24)),
     };
     match rng.range(0, 26) {
-        0 => f64::NAN,
+        0 if canonical => f64::NAN,
+        0 => f64::from_bits(0x7ffa_0000_0000_0000),
         // NaNs that are not the canonical one: a payload, and a sign (x86's default NaN).
         7 => f64::from_bits(0x7ffc_0000_0000_0000),
         8 => f64::from_bits(0xfff8_0000_0000_0000),
@@ -127,6 +133,16 @@ fn wide_exponent(rng: &mut Rng, dtype: DType) -> f64 {
     sign * mantissa * 2f64.powi(exponent)
 }
 
+/// One value for [`Fill::SignedZeros`]: `+0.0` or `-0.0` three times in eight each, else
+/// `-1.0`.
+fn signed_zero(rng: &mut Rng) -> f64 {
+    match rng.range(0, 7) {
+        0..=2 => 0.0,
+        3..=5 => -0.0,
+        _ => -1.0,
+    }
+}
+
 pub(crate) fn operands(
     kernel: &EntryPointInfo,
     sample: &Sample,
@@ -134,7 +150,10 @@ pub(crate) fn operands(
     fill: Fill,
 ) -> Result<Vec<Option<Operand>>, String> {
     let seed = match fill {
-        Fill::Random(seed) | Fill::WideExponents(seed) | Fill::Special(seed) => seed,
+        Fill::Random(seed)
+        | Fill::WideExponents(seed)
+        | Fill::Special(seed)
+        | Fill::SignedZeros(seed) => seed,
     };
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
     kernel
@@ -156,10 +175,17 @@ pub(crate) fn operands(
             let count: usize = shape.iter().product();
             let values: Vec<f64> = match fill {
                 Fill::Random(_) => (0..count).map(|_| rng.unit()).collect(),
-                Fill::Special(_) => (0..count).map(|_| special_value(&mut rng, dtype)).collect(),
+                Fill::Special(seed) => {
+                    // Every other run (by the run index in bits 16 and up) without it.
+                    let canonical = (seed >> 16) & 1 == 0;
+                    (0..count)
+                        .map(|_| special_value(&mut rng, dtype, canonical))
+                        .collect()
+                }
                 Fill::WideExponents(_) => {
                     (0..count).map(|_| wide_exponent(&mut rng, dtype)).collect()
                 }
+                Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(&mut rng)).collect(),
             };
             AnyTensor::from_f64(dtype, &shape, &values)
                 .map(|t| Some(Operand::contiguous(t)))

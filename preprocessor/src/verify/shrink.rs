@@ -4,6 +4,7 @@
 //! names the smallest sample with a one-line reproduction command.
 
 use super::Gate;
+use super::conditioning::Designed;
 use super::sample::{Domain, Param, Sample, Verdict};
 use crate::diag::Code;
 use crate::providers::Kernel;
@@ -47,6 +48,8 @@ pub enum Check {
     Special,
     /// A stated precision, on operands whose sums cancel (exponents spread wide).
     Conditioning,
+    /// A bitwise claim, on operands of signed zeros (and `-1.0`).
+    SignedZeros,
     /// Layout claims, on real views of the operands.
     Layout,
     /// A dtype the contract does not declare (`--dtype`), which every entry point and the
@@ -65,6 +68,7 @@ impl Check {
             Check::Order => Some("order"),
             Check::Special => Some("special"),
             Check::Conditioning => Some("conditioning"),
+            Check::SignedZeros => Some("signed-zeros"),
             Check::Layout => Some("layout"),
             Check::Undeclared => Some("undeclared"),
             Check::Required => Some("required"),
@@ -72,7 +76,8 @@ impl Check {
     }
 
     /// The names `repro --check` takes, for a usage message.
-    pub const NAMES: &'static str = "order, special, conditioning, layout, undeclared or required";
+    pub const NAMES: &'static str =
+        "order, special, conditioning, signed-zeros, layout, undeclared or required";
 
     /// The check named `name` (`repro --check`).
     pub fn parse(name: &str) -> Option<Check> {
@@ -80,6 +85,7 @@ impl Check {
             Check::Order,
             Check::Special,
             Check::Conditioning,
+            Check::SignedZeros,
             Check::Layout,
             Check::Undeclared,
             Check::Required,
@@ -239,7 +245,11 @@ impl<'a> Gate<'a> {
                 self.special_one(kernel, dtype, sample, seed).passed()
             }
             (Check::Conditioning, Verdict::Admitted { .. }) => {
-                self.conditioned_one(kernel, dtype, sample, seed) != Some(false)
+                self.designed_one(Designed::IllConditioned, kernel, dtype, sample, seed)
+                    != Some(false)
+            }
+            (Check::SignedZeros, Verdict::Admitted { .. }) => {
+                self.designed_one(Designed::SignedZeros, kernel, dtype, sample, seed) != Some(false)
             }
             (Check::Layout, Verdict::Admitted { .. }) => {
                 self.layout_one(kernel, dtype, sample, seed).is_some()

@@ -212,12 +212,13 @@ fn an_answer_out_of_step_is_a_fault_of_the_call_that_caused_it() {
 
 #[test]
 fn a_closed_stdout_is_a_crash_at_once() {
-    // The time limit is 30 s: the build must not wait for it.
-    let (json, took) = timed_check(&faulty_book("closed", &["call-timeout-ms = 30000"]));
+    // The time limit is 120 s: the build must not wait for it (the whole build, the honest
+    // kernel's checks included, takes a fraction of it even on a loaded machine).
+    let (json, took) = timed_check(&faulty_book("closed", &["call-timeout-ms = 120000"]));
     let message = only_error(&json, "FKC0413", CULPRIT);
     assert!(message.contains("it closed its stdout"), "{message}");
     only_the_culprit_fails(&json);
-    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
 }
 
 #[test]

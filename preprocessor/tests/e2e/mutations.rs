@@ -5,13 +5,25 @@
 use super::support::repo_root;
 use fkc_provider::{AnyTensor, DType, Operand, ParamValue, ParamValues, Registry, Rejection};
 use fuel_reference_backend::fkc::{ENTRY_POINTS, KernelRef};
+use fuel_reference_backend::mutants::Mutant;
 use mdbook_fkc::{Checker, Providers, VerifyOptions};
 use std::collections::BTreeSet;
 
 const SEED: &str = "book/seed/reference-conv-pool.md";
+const THREADED: &str = "book/contracts/threaded.md";
 
 fn seed() -> String {
     std::fs::read_to_string(repo_root().join(SEED)).unwrap()
+}
+
+/// The seed chapter with the threaded variants' contracts appended (their front matter is the
+/// seed's).
+fn seed_and_threaded() -> String {
+    let threaded = std::fs::read_to_string(repo_root().join(THREADED)).unwrap();
+    let body = threaded[3..]
+        .find("---\n")
+        .map_or("", |at| &threaded[at + 3 + 4..]);
+    format!("{}\n{body}", seed())
 }
 
 /// The error codes of a chapter, checked at the default settings.
@@ -215,6 +227,47 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
     // in_place, precision
     ("conv2d", "in_place: false", 0, "in_place: true", "FKC0415"),
     ("conv2d", "max_ulp: ~", 0, "max_ulp: 0", "FKC0409"),
+    // bytes_moved that forgets an operand or counts one twice, reduction flops short a factor
+    (
+        "conv2d",
+        " + w_shape[0]*w_shape[1]*w_shape[2]*w_shape[3]",
+        0,
+        "",
+        "FKC0407",
+    ),
+    (
+        "conv2d",
+        "bytes_moved: \"(x_shape[0]*x_shape[1]*x_shape[2]*x_shape[3]",
+        0,
+        "bytes_moved: \"(2*x_shape[0]*x_shape[1]*x_shape[2]*x_shape[3]",
+        "FKC0407",
+    ),
+    (
+        "max_pool2d",
+        "* kernel_size * kernel_size\"",
+        0,
+        "* kernel_size\"",
+        "FKC0407",
+    ),
+    // a precision the long sums do not keep (a few ulps lost to cancellation)
+    ("conv2d_simple", "max_ulp: ~", 0, "max_ulp: 2", "FKC0409"),
+    // NaN bits: a payload promised where the kernel makes every NaN canonical, and back
+    (
+        "conv2d",
+        "nan_bits: canonical",
+        0,
+        "nan_bits: propagate",
+        "FKC0409",
+    ),
+    (
+        "max_pool2d",
+        "nan_bits: propagate",
+        0,
+        "nan_bits: canonical",
+        "FKC0409",
+    ),
+    // a named path the kernel does not have, a thread count the bits depend on
+    ("conv2d", "- tile.4ch.4v", 0, "- tile.8ch.4v", "FKC0416"),
 ];
 
 #[test]
@@ -355,7 +408,72 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
         "max_pool2d",
         |k, o, v| Ok(map_outputs((k.call)(o, v)?, |_, _, x| x.max(0.0))),
     ),
+    // Bugs planted inside the backend (its `mutants` feature), where such bugs live.
+    (
+        "vectorised only: the four-vector tile drops the bias",
+        "conv2d",
+        "conv2d",
+        |k, o, v| planted(Mutant::WideTileDropsBias, k, o, v),
+    ),
+    (
+        "optional input only: a channel tile adds its first channel's bias",
+        "conv2d",
+        "conv2d",
+        |k, o, v| planted(Mutant::ChannelTileBiasIndex, k, o, v),
+    ),
+    (
+        "tail only: the masked last vector stores one lane too few",
+        "conv_transpose2d",
+        "conv_transpose2d",
+        |k, o, v| planted(Mutant::TailLaneLost, k, o, v),
+    ),
+    (
+        "AVX2 only: the masked last vector stores one lane too few",
+        "conv2d",
+        "conv2d",
+        |k, o, v| planted(Mutant::Avx2TailLaneLost, k, o, v),
+    ),
+    (
+        "threaded only: the last thread's share is never run",
+        "conv2d_threaded",
+        "conv2d_threaded",
+        |k, o, v| planted(Mutant::LastThreadIdle, k, o, v),
+    ),
+    (
+        "BF16 rounding truncates",
+        "conv2d_simple",
+        "conv2d_simple",
+        |k, o, v| planted(Mutant::Bf16Truncates, k, o, v),
+    ),
+    (
+        "F16 subnormals flushed to zero",
+        "conv2d_simple",
+        "conv2d_simple",
+        |k, o, v| planted(Mutant::F16FlushesSubnormals, k, o, v),
+    ),
+    (
+        "a NaN result keeps its payload",
+        "conv2d",
+        "conv2d",
+        |k, o, v| planted(Mutant::NanPayloadKept, k, o, v),
+    ),
+    (
+        "zero sign: the unrolled scan takes the later of two equal values",
+        "max_pool2d",
+        "max_pool2d",
+        |k, o, v| planted(Mutant::PoolTieTakesLater, k, o, v),
+    ),
 ];
+
+/// The reference entry point run with `mutant` planted in the backend.
+fn planted(
+    mutant: Mutant,
+    k: &KernelRef,
+    operands: &[Option<Operand>],
+    params: &ParamValues,
+) -> Result<Vec<AnyTensor>, Rejection> {
+    fuel_reference_backend::mutants::with(Some(mutant), || (k.call)(operands, params))
+}
 
 /// The kernel's sums taken in f64 and rounded once: a different summation order.
 fn reordered(
@@ -426,12 +544,12 @@ macro_rules! mutant_entry_points {
     };
 }
 
-mutant_entry_points!(0, 1, 2, 3, 4, 5, 6, 7);
+mutant_entry_points!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
 
 #[test]
 fn every_kernel_mutant_fails_the_gate() {
     let registry = mutant_registry();
-    let text = seed().replace(
+    let text = seed_and_threaded().replace(
         "link_registry: fuel_reference_backend::fkc::ENTRY_POINTS",
         "link_registry: mutant::REGISTRY",
     );

@@ -238,7 +238,7 @@ mod tests {
         let simple = example("conv2d_simple", &[DType::F32, DType::BF16], None).unwrap();
         assert_eq!(simple.drift.len(), 1, "{:?}", simple.drift);
         let drift = &simple.drift[0];
-        assert_eq!(drift.grows, "`x.dim[1]`, and `kernel.dim[1]` follows");
+        assert_eq!(drift.grows, "`kernel.dim[1]`, and `x.dim[1]` follows");
         let lengths: Vec<usize> = drift.points.iter().map(|p| p.length).collect();
         assert_eq!(lengths.first(), Some(&1));
         assert_eq!(lengths.last(), Some(&4096));

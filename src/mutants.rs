@@ -1,0 +1,74 @@
+//! Deliberate bugs for the gate's mutation suite. With the `mutants` feature (test builds
+//! only), a test runs a kernel call under one [`Mutant`] and the kernel misbehaves in exactly
+//! that way, on that call alone (the calling thread and the workers it starts); without the
+//! feature [`active`] is a constant `false` and the checks compile away.
+
+/// One realistic kernel bug, planted where such a bug would live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutant {
+    /// Convolution: the four-vector register tile stores its sums without the bias.
+    WideTileDropsBias,
+    /// Convolution: a four-channel tile adds its first channel's bias to all four.
+    ChannelTileBiasIndex,
+    /// Convolution: a row's masked last vector stores one lane too few.
+    TailLaneLost,
+    /// Convolution: at the AVX2 level only (256-bit vectors), the masked last vector stores
+    /// one lane too few.
+    Avx2TailLaneLost,
+    /// Convolution: split over threads, the last thread's share of the work is never run.
+    LastThreadIdle,
+    /// Convolution in BF16: each rounding truncates instead of rounding to nearest even.
+    Bf16Truncates,
+    /// Convolution in F16: a result in the subnormal range is flushed to zero.
+    F16FlushesSubnormals,
+    /// Convolution: a NaN result keeps the payload of the NaN it came from instead of being
+    /// made the canonical quiet NaN.
+    NanPayloadKept,
+    /// Max pooling: the unrolled scan takes the later of two equal values, so a window of
+    /// `+0.0` and `-0.0` returns the other zero.
+    PoolTieTakesLater,
+}
+
+#[cfg(feature = "mutants")]
+thread_local! {
+    static ACTIVE: std::cell::Cell<Option<Mutant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with `mutant` active on this thread (and on the workers the kernel starts); the
+/// mutant before is restored afterwards, even when `f` panics.
+#[cfg(feature = "mutants")]
+pub fn with<R>(mutant: Option<Mutant>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Mutant>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ACTIVE.set(self.0);
+        }
+    }
+    let _restore = Restore(ACTIVE.replace(mutant));
+    f()
+}
+
+/// Runs `f` (without the `mutants` feature there is nothing to activate).
+#[cfg(not(feature = "mutants"))]
+pub fn with<R>(_: Option<Mutant>, f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// The mutant active on this thread.
+#[inline(always)]
+pub(crate) fn current() -> Option<Mutant> {
+    #[cfg(feature = "mutants")]
+    {
+        ACTIVE.get()
+    }
+    #[cfg(not(feature = "mutants"))]
+    {
+        None
+    }
+}
+
+/// Whether `mutant` is active on this thread.
+#[inline(always)]
+pub(crate) fn active(mutant: Mutant) -> bool {
+    current() == Some(mutant)
+}
