@@ -47,7 +47,7 @@ mod verify;
 mod yaml;
 
 pub use judge::judge_book;
-pub use pipeline::{BookChecker as Checker, ChapterInput};
+pub use pipeline::{BookChecker as Checker, ChapterInput, Deny};
 pub use providers::{Provider, Providers};
 pub use render::plan::BookContracts;
 pub use render::{RenderError, Renderer};

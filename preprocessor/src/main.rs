@@ -55,9 +55,9 @@ fn main() -> ExitCode {
         Command::Check {
             dir,
             format,
-            deny_unverified,
+            deny,
             no_cache,
-        } => check(&dir, format, deny_unverified, no_cache),
+        } => check(&dir, format, deny, no_cache),
         Command::Explain(code) => explain::run(&code, parsed.color),
         Command::Judge { dir } => judge(&dir),
         Command::Repro(request) => repro(&request),
@@ -200,13 +200,13 @@ fn judge(dir: &Path) -> Result<ExitCode, String> {
 fn check(
     dir: &Path,
     format: Format,
-    deny_unverified: bool,
+    deny: mdbook_fkc::Deny,
     no_cache: bool,
 ) -> Result<ExitCode, String> {
     let mut book = load(dir, no_cache)?;
     let root = book.root.clone();
     let config = book.config.clone();
-    let outcome = preprocessor::process_book_with(&root, &config, &mut book.book, deny_unverified)
+    let outcome = preprocessor::process_book_with(&root, &config, &mut book.book, deny)
         .map_err(|error| format!("{error:#}"))?;
     match format {
         Format::Json => {
@@ -234,6 +234,11 @@ fn check(
                     failing: c.failing,
                     dtypes: &c.dtypes,
                     evidence,
+                    unchecked: c
+                        .unchecked
+                        .iter()
+                        .map(|(claim, why)| json::Unchecked { claim, why })
+                        .collect(),
                 })
                 .collect();
             println!("{}", json::render_report(&records, &outcome.diagnostics));
@@ -263,8 +268,13 @@ fn check(
                 } else {
                     "ok  "
                 };
+                let unchecked = match contract.unchecked.len() {
+                    0 => String::new(),
+                    1 => " (1 claim unchecked)".to_owned(),
+                    n => format!(" ({n} claims unchecked)"),
+                };
                 println!(
-                    "{status} {} ({kind}) {}:{} {}",
+                    "{status} {} ({kind}) {}:{} {}{unchecked}",
                     contract.kernel, contract.file, contract.line, contract.revision_hash
                 );
             }

@@ -24,6 +24,16 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::Arc;
 
+/// What `mdbook-fkc check --deny` turns into errors: spec-first contracts (`unverified`) and
+/// claims the gate could not check (`unchecked`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Deny {
+    /// Every ```` ```fkc,unverified ```` contract is an error (FKC0005).
+    pub unverified: bool,
+    /// Every claim of a verified contract that no check could decide is an error (FKC0007).
+    pub unchecked: bool,
+}
+
 /// Checks the chapters of one book, remembering what spans chapters (kernel names).
 #[derive(Debug)]
 pub struct BookChecker<'r> {
@@ -32,8 +42,8 @@ pub struct BookChecker<'r> {
     registry: BookRegistry,
     verify: VerifyOptions,
     providers: Providers,
-    /// Make every ```` ```fkc,unverified ```` contract an error (`check --deny unverified`).
-    deny_unverified: bool,
+    /// What `check --deny` makes an error.
+    deny: Deny,
     /// The Judge's measurements, shown on each measured contract's page.
     calibration: Option<crate::judge::calibration::Calibration>,
     /// The book's diagnostics index, from the book's root (`diagnostics/index.html`), if any:
@@ -137,7 +147,7 @@ impl<'r> BookChecker<'r> {
             registry: BookRegistry::default(),
             verify,
             providers,
-            deny_unverified: false,
+            deny: Deny::default(),
             calibration: None,
             diagnostics_index: None,
             book_contracts: None,
@@ -206,9 +216,9 @@ impl<'r> BookChecker<'r> {
         self
     }
 
-    /// Makes every unverified contract an error (FKC0005).
-    pub fn deny_unverified(mut self, deny: bool) -> Self {
-        self.deny_unverified = deny;
+    /// Makes every unverified contract (FKC0005) or unchecked claim (FKC0007) an error.
+    pub fn deny(mut self, deny: Deny) -> Self {
+        self.deny = deny;
         self
     }
 
@@ -434,7 +444,7 @@ impl<'r> BookChecker<'r> {
         diagnostics.extend(found);
         let expected = fence.attributes.should_fail.as_deref();
         let unverified = fence.attributes.unverified;
-        if unverified && self.deny_unverified {
+        if unverified && self.deny.unverified {
             diagnostics.push(
                 Diagnostic::error(
                     Code::UnverifiedDenied,
@@ -632,6 +642,13 @@ impl<'r> BookChecker<'r> {
             ..
         } = prepared;
         let mut diagnostics: Vec<Diagnostic> = diagnostics.iter().chain(found).cloned().collect();
+        if self.deny.unchecked
+            && fence.attributes.should_fail.is_none()
+            && !has_errors(&diagnostics)
+            && let Some(raw) = raw
+        {
+            diagnostics.extend(unchecked_denied(page.source, raw, evidence));
+        }
         diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
         match fence.attributes.should_fail.as_deref() {
             Some(codes) => self.expected_failure(page, codes, diagnostics),
@@ -667,6 +684,8 @@ impl<'r> BookChecker<'r> {
         );
         let verified = !fence.attributes.unverified;
         if !verified {
+            view.unchecked.clear();
+            view.badges.retain(|b| !b.label.starts_with("verified"));
             view.badges.insert(
                 0,
                 crate::render::view::Badge {
@@ -697,6 +716,11 @@ impl<'r> BookChecker<'r> {
             verified,
             failing: false,
             evidence: evidence.rows.clone(),
+            unchecked: if verified {
+                evidence.unchecked.clone()
+            } else {
+                Vec::new()
+            },
             link: String::new(),
         };
         let calibration = self.calibration.as_ref();
@@ -745,6 +769,7 @@ impl<'r> BookChecker<'r> {
             verified: true,
             failing: true,
             evidence: Vec::new(),
+            unchecked: Vec::new(),
             link: String::new(),
         });
         let href = self.index_href(page.prefix);
@@ -1164,6 +1189,28 @@ fn splice(content: &str, replacements: &[(Range<usize>, String)]) -> String {
     }
     out.push_str(content.get(cursor..).unwrap_or(""));
     out
+}
+
+/// FKC0007 for each claim of `evidence` no check could decide (`check --deny unchecked`).
+fn unchecked_denied(
+    source: &Arc<SourceFile>,
+    raw: &RawContract,
+    evidence: &Evidence,
+) -> Vec<Diagnostic> {
+    evidence
+        .unchecked
+        .iter()
+        .map(|(claim, why)| {
+            Diagnostic::error(
+                Code::UncheckedDenied,
+                source,
+                raw.kernel.span.clone(),
+                format!("{claim} was not checked: {why}"),
+            )
+            .with_label("this contract")
+            .with_help("make the claim checkable (semantics, a sample that exercises it) or remove it; without `--deny unchecked` the page shows it as unchecked")
+        })
+        .collect()
 }
 
 #[cfg(test)]

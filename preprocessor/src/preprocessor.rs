@@ -116,19 +116,19 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
 }
 
 /// Checks every contract of `book` without rendering anything (what `mdbook-fkc check` runs),
-/// optionally making every unverified contract an error. The book is left as it was.
+/// optionally making every unverified contract or unchecked claim an error. The book is left as it was.
 pub fn process_book_with(
     root: &Path,
     config: &Config,
     book: &mut Book,
-    deny_unverified: bool,
+    deny: crate::pipeline::Deny,
 ) -> Result<BookOutcome> {
     let options = read_options(root, config)?;
     let providers = Providers::budgeted(options.providers.clone(), Some(options.build_budget()));
     let mut checker = BookChecker::without_rendering(options.verify, providers)
         .with_cache(options.cache(root, &config.book.src).map_err(Error::msg)?)
         .with_jobs(options.jobs)
-        .deny_unverified(deny_unverified);
+        .deny(deny);
     run_chapters(&mut checker, options.on_failure, config, book)
 }
 

@@ -37,6 +37,8 @@ pub struct ContractSummary {
     pub failing: bool,
     /// What the gate ran on it: (check, result), as on the page.
     pub evidence: Vec<(String, String)>,
+    /// The claims no check could decide: (claim, why), listed apart on the page.
+    pub unchecked: Vec<(String, String)>,
     /// A link to the contract from the book's root (`seed/x.html#fkc-conv2d`), set by the caller
     /// that knows where the chapter is rendered.
     pub link: String,

@@ -22,7 +22,7 @@ pub enum Command {
     Check {
         dir: PathBuf,
         format: Format,
-        deny_unverified: bool,
+        deny: mdbook_fkc::Deny,
         no_cache: bool,
     },
     Explain(String),
@@ -120,6 +120,7 @@ Options:
                       hashes and evidence, diagnostics, summary), sarif (SARIF 2.1.0) or
                       github (GitHub Actions annotations)
   --deny unverified   make every ```fkc,unverified contract an error (FKC0005)
+  --deny unchecked    make every claim the gate could not check an error (FKC0007)
   --no-cache          verify every contract afresh (as `cache = false` under [preprocessor.fkc])
   --color WHEN        auto, always or never
   -h, --help          print this help";
@@ -323,7 +324,7 @@ fn build(tail: &[&str]) -> Result<Command, String> {
 
 fn check(tail: &[&str]) -> Result<Command, String> {
     let mut format = Format::Text;
-    let mut deny_unverified = false;
+    let mut deny = mdbook_fkc::Deny::default();
     let mut no_cache = false;
     let dir = walk("check", tail, |name, next| match name {
         "--format" => {
@@ -346,12 +347,19 @@ fn check(tail: &[&str]) -> Result<Command, String> {
         }
         "--deny" => match next {
             Some("unverified") => {
-                deny_unverified = true;
+                deny.unverified = true;
+                Ok(Some(true))
+            }
+            Some("unchecked") => {
+                deny.unchecked = true;
                 Ok(Some(true))
             }
             other => Err(usage(
                 "check",
-                &format!("`--deny` takes `unverified`, not `{}`", other.unwrap_or("")),
+                &format!(
+                    "`--deny` takes `unverified` or `unchecked`, not `{}`",
+                    other.unwrap_or("")
+                ),
             )),
         },
         "--no-cache" => {
@@ -363,7 +371,7 @@ fn check(tail: &[&str]) -> Result<Command, String> {
     Ok(Command::Check {
         dir,
         format,
-        deny_unverified,
+        deny,
         no_cache,
     })
 }
@@ -463,7 +471,10 @@ mod tests {
                 command: Command::Check {
                     dir: PathBuf::from("book"),
                     format: Format::Json,
-                    deny_unverified: true,
+                    deny: mdbook_fkc::Deny {
+                        unverified: true,
+                        unchecked: false,
+                    },
                     no_cache: true
                 },
                 color: ColorChoice::Never

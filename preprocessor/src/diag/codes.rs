@@ -149,6 +149,8 @@ codes! {
         "Kernel calls stop once the build has run for `build-budget-ms` (`[preprocessor.fkc]` in book.toml; 10 minutes by default): each contract still waiting fails with this error, which names the slowest kernels, so a build that would crawl ends instead.";
     UnverifiedDenied = "FKC0005", "an unverified contract where every contract must be proven",
         "A fence written ```fkc,unverified is a spec-first contract: parsed and resolved, shown with a \"not verified\" badge, but not run. `mdbook-fkc check --deny unverified` makes each one an error, for CI that wants every contract proven.";
+    UncheckedDenied = "FKC0007", "a claim no check could decide, where every claim must be checked",
+        "The page of a verified contract lists the claims the gate could not check (no semantics to compare values with, an alignment the provider boundary cannot observe, a NaN policy no window exercised) under a \"verified, N claims unchecked\" badge. `mdbook-fkc check --deny unchecked` makes each one an error, for CI that wants every claim proven.";
     OperandsMismatch = "FKC0408", "the contract's inputs are not the kernel's operands",
         "To run a kernel, the gate passes each contract input as the kernel operand of the same name. The inputs must be exactly the entry point's operands, with the same ranks.";
     SemanticsSyntax = "FKC0501", "the semantics do not parse",

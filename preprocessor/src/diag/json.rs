@@ -72,6 +72,15 @@ pub struct ContractRecord<'a> {
     pub dtypes: &'a [String],
     /// (check, what ran), as on the page.
     pub evidence: Vec<Evidence<'a>>,
+    /// (claim, why it was not checked), as on the page.
+    pub unchecked: Vec<Unchecked<'a>>,
+}
+
+/// A claim of a contract that no check could decide.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unchecked<'a> {
+    pub claim: &'a str,
+    pub why: &'a str,
 }
 
 /// One row of a contract's evidence.
@@ -178,6 +187,10 @@ mod tests {
                 check: "shape_rule",
                 result: "24 samples",
             }],
+            unchecked: vec![Unchecked {
+                claim: "values",
+                why: "no semantics",
+            }],
         }];
         let value: serde_json::Value =
             serde_json::from_str(&render_report(&contracts, &[diagnostic])).unwrap();
@@ -185,6 +198,7 @@ mod tests {
         assert_eq!(value["contracts"][0]["kernel"], "conv2d");
         assert_eq!(value["contracts"][0]["revision_hash"], "fkc1:abc");
         assert_eq!(value["contracts"][0]["evidence"][0]["check"], "shape_rule");
+        assert_eq!(value["contracts"][0]["unchecked"][0]["claim"], "values");
         assert_eq!(value["diagnostics"][0]["code"], "FKC0104");
         assert_eq!(value["summary"]["failing"], 1);
         assert_eq!(value["summary"]["errors"], 1);

@@ -48,8 +48,13 @@ pub const COMMAND: &str = "mdbook-fkc judge";
 /// contract.
 pub fn judge_book(root: &Path, config: &Config, book: &Book) -> Result<(PathBuf, String), String> {
     let mut checked = book.clone();
-    let outcome = crate::preprocessor::process_book_with(root, config, &mut checked, false)
-        .map_err(|error| format!("{error:#}"))?;
+    let outcome = crate::preprocessor::process_book_with(
+        root,
+        config,
+        &mut checked,
+        crate::pipeline::Deny::default(),
+    )
+    .map_err(|error| format!("{error:#}"))?;
     if crate::preprocessor::failed(&outcome) {
         crate::preprocessor::print_errors(&outcome.diagnostics);
         return Err(

@@ -39,6 +39,32 @@ pub fn decorate(
         });
     }
     view.evidence = super::evidence::merged(&evidence.rows);
+    view.unchecked = evidence
+        .unchecked
+        .iter()
+        .map(|(claim, why)| super::view::Row {
+            field: claim.clone(),
+            value: why.clone(),
+            code: false,
+            note: None,
+        })
+        .collect();
+    view.badges.insert(
+        0,
+        match evidence.unchecked.len() {
+            0 => super::view::Badge {
+                label: "verified".to_owned(),
+                kind: "ok",
+            },
+            n => super::view::Badge {
+                label: format!(
+                    "verified, {n} claim{} unchecked",
+                    if n == 1 { "" } else { "s" }
+                ),
+                kind: "warn",
+            },
+        },
+    );
     if let Some(worked) = &evidence.worked {
         view.figure = Some(super::svg::worked_example(worked));
         view.figure_caption = Some(super::svg::caption(worked));

@@ -108,6 +108,8 @@ pub struct ContractView {
     pub import_notes: Vec<ImportNote>,
     /// What the behavioural gate ran on this contract.
     pub evidence: Vec<Row>,
+    /// The claims no check could decide (claim, why), shown apart from what ran.
+    pub unchecked: Vec<Row>,
     /// The worked example as inline SVG (already escaped), and its caption.
     pub figure: Option<String>,
     pub figure_caption: Option<String>,
@@ -205,6 +207,7 @@ pub fn contract_view(
         entry_points: Vec::new(),
         import_notes: Vec::new(),
         evidence: Vec::new(),
+        unchecked: Vec::new(),
         figure: None,
         figure_caption: None,
         inputs: shown_once(contract.inputs.iter().map(input_view).collect()),

@@ -56,13 +56,11 @@ impl Gate<'_> {
             ));
         }
         if let Some(alignment) = caps.and_then(|c| c.alignment_bytes.as_ref()) {
-            self.evidence.rows.push((
-                "alignment_bytes".to_owned(),
-                format!(
-                    "{}: not verified — the boundary carries element values, not addresses, so no alignment can be observed",
-                    alignment.value
-                ),
-            ));
+            let claim = format!("`alignment_bytes: {}`", alignment.value);
+            self.not_checked(
+                claim,
+                "the boundary carries element values, not addresses, so no alignment can be observed",
+            );
         }
     }
 

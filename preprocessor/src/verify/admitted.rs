@@ -76,6 +76,20 @@ impl Gate<'_> {
             return false;
         }
         let values = self.values_evidence(dtype, compared, all_exact, worst);
+        if compared == 0 {
+            let why = match &self.domain.contract.semantics {
+                None => format!(
+                    "no semantics: the contract has no `semantics` and op kind `{}` has no standard ones",
+                    if self.op_kind.is_empty() {
+                        "(none)"
+                    } else {
+                        &self.op_kind
+                    }
+                ),
+                Some(_) => "the semantics could not run on any sample".to_owned(),
+            };
+            self.not_checked("values", why);
+        }
         self.evidence.rows.push((
             format!("{} accepts the admitted domain", dtype.name()),
             format!(
@@ -151,17 +165,7 @@ impl Gate<'_> {
     /// What the values check compared, for the evidence.
     fn values_evidence(&self, dtype: DType, compared: usize, exact: bool, worst: f64) -> String {
         if compared == 0 {
-            return match &self.domain.contract.semantics {
-                None => format!(
-                    "; values: not checked — no semantics (the contract has no `semantics` and op kind `{}` has no standard ones)",
-                    if self.op_kind.is_empty() {
-                        "(none)"
-                    } else {
-                        &self.op_kind
-                    }
-                ),
-                Some(_) => "; values: not checked".to_owned(),
-            };
+            return " (values not compared: see the claims not checked)".to_owned();
         }
         let against = match (&self.named_oracle, &self.domain.contract.semantics) {
             (Some(named), _) => format!("the oracle `{}`", named.kernel.symbol),

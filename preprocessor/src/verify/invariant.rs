@@ -114,13 +114,10 @@ impl Gate<'_> {
                 .map(|n| format!("`{}`", n.value))
                 .collect();
             if !named.is_empty() {
-                self.evidence.rows.push((
-                    "independent of".to_owned(),
-                    format!(
-                        "{}: not checked — no admitted sample had a value other than 1",
-                        named.join(", ")
-                    ),
-                ));
+                self.not_checked(
+                    format!("`independent_of: [{}]`", named.join(", ").replace('`', "")),
+                    "no admitted sample had a value other than 1",
+                );
             }
             return;
         }

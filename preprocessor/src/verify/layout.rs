@@ -236,10 +236,10 @@ impl Gate<'_> {
             return;
         };
         if report.tried.is_empty() {
-            self.evidence.rows.push((
-                "layout claims".to_owned(),
-                "not checked: no input of this sample has enough elements for a strided, offset, reversed or broadcast view".to_owned(),
-            ));
+            self.not_checked(
+                "layout claims",
+                "no input of the sample has enough elements for a strided, offset, reversed or broadcast view",
+            );
             return;
         }
         let mut by_outcome: Vec<(&str, Vec<String>)> = Vec::new();

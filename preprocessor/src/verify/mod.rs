@@ -37,6 +37,7 @@ pub mod sample;
 mod semantic;
 mod shrink;
 mod special;
+mod unchecked;
 mod values;
 pub mod worked;
 
@@ -83,6 +84,9 @@ type Breaking = Vec<(Sample, usize)>;
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Evidence {
     pub rows: Vec<(String, String)>,
+    /// The claims no check could decide: (claim, why). Never counted among the rows.
+    #[serde(default)]
+    pub unchecked: Vec<(String, String)>,
     /// The worked example shown on the page (when the gate passed).
     pub worked: Option<worked::Worked>,
 }
@@ -176,6 +180,9 @@ pub fn verify(
         gate.evidence.worked = worked::example_in(&gate.domain, &kernels, &samples);
     }
     gate.undeclared_dtypes(import, &first_kernel, &admitted);
+    if gate.diagnostics.is_empty() {
+        gate.unchecked_costs();
+    }
     gate.once_per_hang();
     (gate.evidence, gate.diagnostics)
 }

@@ -22,13 +22,10 @@ impl Gate<'_> {
             return;
         };
         if !self.has_semantics() {
-            self.evidence.rows.push((
-                "summation order".to_owned(),
-                format!(
-                    "`order: {}` not checked — the contract has no semantics to give the written order",
-                    order.value
-                ),
-            ));
+            self.not_checked(
+                format!("`order: {}`", order.value),
+                "the contract has no semantics to give the written order",
+            );
             return;
         }
         let mut checked = 0;

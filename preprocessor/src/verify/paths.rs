@@ -238,7 +238,7 @@ impl Gate<'_> {
             self.evidence.rows.push((
                 "code paths reached".to_owned(),
                 format!(
-                    "not checked — the contract names no `caps.paths`; the kernel reported {}",
+                    "none named (the contract has no `caps.paths`); the kernel reported {}",
                     if list.is_empty() {
                         "none".to_owned()
                     } else {
@@ -268,7 +268,11 @@ impl Gate<'_> {
         let compared = if self.levels.others.is_empty() {
             "the only level this machine runs".to_owned()
         } else if counts.is_empty() {
-            "the other levels were not compared (no sample ran)".to_owned()
+            self.not_checked(
+                "the other instruction-set levels",
+                "no sample ran at them (the first checks failed or ran nothing)",
+            );
+            "the first level alone".to_owned()
         } else {
             format!(
                 "{} at each, {} the first",

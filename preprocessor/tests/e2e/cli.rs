@@ -57,6 +57,43 @@ fn check_json_lists_contracts_with_hashes_and_evidence() {
 }
 
 #[test]
+fn claims_the_gate_could_not_check_are_listed_apart_and_deniable() {
+    // Every seed contract claims `alignment_bytes: 64`, which no call across the provider
+    // boundary can observe: listed apart, and an error under `--deny unchecked`.
+    let out = fkc(&["check", "--format=json"], &repo_root());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let conv2d = report["contracts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kernel"] == "conv2d")
+        .unwrap();
+    let unchecked = conv2d["unchecked"].as_array().unwrap();
+    assert_eq!(unchecked.len(), 1, "{unchecked:?}");
+    assert_eq!(unchecked[0]["claim"], "`alignment_bytes: 64`");
+    let rows = conv2d["evidence"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .all(|r| !r["result"].as_str().unwrap().contains("not checked")),
+        "a row of what ran says it did not run: {rows:?}"
+    );
+    let text = stdout(&fkc(&["check", "."], &repo_root()));
+    assert!(
+        text.contains("ok   conv2d (registrable)") && text.contains("(1 claim unchecked)"),
+        "{text}"
+    );
+    let denied = fkc(&["check", ".", "--deny", "unchecked"], &repo_root());
+    assert!(!denied.status.success());
+    let errors = stderr(&denied);
+    assert!(
+        errors.contains("error[FKC0007]: `alignment_bytes: 64` was not checked"),
+        "{errors}"
+    );
+    assert!(errors.contains("reference-conv-pool.md:"), "{errors}");
+}
+
+#[test]
 fn check_sarif_and_github_annotations_locate_the_error() {
     let out = fkc(&["check", "--format", "sarif"], &fixture("flattened-seed"));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));

@@ -13,7 +13,7 @@ use std::path::Path;
 /// expect its own expectation to fail); FKC0310 is a note shown beside describe-only contracts;
 /// FKC0404 and FKC0405 by synthetic kernels in `verify`'s unit tests (no reference kernel
 /// changes dtype or is nondeterministic, so no contract in the book can fail them).
-const PROVEN_ELSEWHERE: [Code; 19] = [
+const PROVEN_ELSEWHERE: [Code; 20] = [
     Code::ExpectationNotMet,
     Code::DescribeOnly,
     // A note beside a contract whose values go unchecked (an error only under
@@ -24,6 +24,7 @@ const PROVEN_ELSEWHERE: [Code; 19] = [
     // These need a provider process or a command-line flag; this book spawns no process. The
     // `providers` tests prove each one on fixture books, and the index page names them.
     Code::UnverifiedDenied,
+    Code::UncheckedDenied,
     Code::ProviderStart,
     Code::ProviderProtocol,
     Code::ProviderRegistryMismatch,
