@@ -80,6 +80,13 @@ pub struct RawInput {
     pub optional: Option<Located<bool>>,
 }
 
+impl RawInput {
+    /// Whether the input is marked `optional: true` (a call may pass it or not).
+    pub fn is_optional(&self) -> bool {
+        self.optional.as_ref().is_some_and(|o| o.value)
+    }
+}
+
 /// One entry of `op_params.fields`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawParamField {

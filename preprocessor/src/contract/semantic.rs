@@ -143,7 +143,7 @@ fn signature(raw: &RawContract, contract: &Contract, standard: bool) -> Signatur
                 .as_ref()
                 .and_then(|r| usize::try_from(r.value).ok())
                 .unwrap_or(0),
-            optional: input.optional.as_ref().is_some_and(|o| o.value),
+            optional: input.is_optional(),
         })
         .collect();
     let outputs = contract

@@ -367,7 +367,7 @@ fn input_view(input: &RawInput) -> InputView {
             .shape_constraint
             .as_ref()
             .and_then(|c| c.comment.clone()),
-        optional: input.optional.as_ref().is_some_and(|o| o.value),
+        optional: input.is_optional(),
     }
 }
 

@@ -53,16 +53,17 @@ pub(super) fn empty_box(domain: &Domain<'_>, dtype: DType) -> Option<String> {
             }
         }
     }
-    let always =
-        domain
-            .contract
-            .input_constraints
-            .iter()
-            .filter(|(input, _)| {
-                domain.raw.inputs.iter().any(|i| {
-                    i.name.value == *input && !i.optional.as_ref().is_some_and(|o| o.value)
-                })
-            });
+    let always = domain
+        .contract
+        .input_constraints
+        .iter()
+        .filter(|(input, _)| {
+            domain
+                .raw
+                .inputs
+                .iter()
+                .any(|i| i.name.value == *input && !i.is_optional())
+        });
     let always = always.chain(domain.contract.param_constraints.iter());
     for (_, constraint) in always {
         if bound(&constraint.expr) == Bound::Bool(Some(false)) {

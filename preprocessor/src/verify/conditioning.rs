@@ -8,7 +8,7 @@
 //! order gives `-0.0`) breaks it.
 
 use super::Gate;
-use super::run::{Fill, Outcome, Runs, call_filled};
+use super::run::{Fill, Outcome, call_filled};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay};
 use crate::providers::Kernel;
@@ -141,10 +141,7 @@ impl Gate<'_> {
         sample: &Sample,
         seed: u64,
     ) -> Option<bool> {
-        let runs = Runs {
-            level: self.levels.main.as_deref(),
-            ..Runs::default()
-        };
+        let runs = self.levels.main_only();
         let outcome = call_filled(
             kernel,
             &self.domain,
@@ -158,25 +155,17 @@ impl Gate<'_> {
             return None;
         };
         self.paths_reached(dtype, &accepted.paths);
-        let predicted: Vec<Vec<i64>> = accepted
-            .outputs
-            .iter()
-            .map(|(shape, _, _)| shape.iter().map(|d| *d as i64).collect())
-            .collect();
-        let before = self.diagnostics.len();
-        let held = self.values_hold(
-            kernel,
-            dtype,
-            sample,
-            &accepted.inputs,
-            &accepted.values,
-            &predicted,
-        );
-        if held.is_none() {
-            for diagnostic in &mut self.diagnostics[before..] {
-                diagnostic.notes.push(designed.operands().to_owned());
-            }
-        }
+        let predicted = accepted.shapes();
+        let held = self.noted(designed.operands(), |gate| {
+            gate.values_hold(
+                kernel,
+                dtype,
+                sample,
+                &accepted.inputs,
+                &accepted.values,
+                &predicted,
+            )
+        });
         Some(held.is_some())
     }
 }

@@ -53,7 +53,7 @@ impl Gate<'_> {
             .raw
             .inputs
             .iter()
-            .filter(|i| i.optional.as_ref().is_some_and(|o| o.value))
+            .filter(|i| i.is_optional())
             .map(|input| {
                 let present = admitted
                     .iter()

@@ -162,14 +162,7 @@ impl Gate<'_> {
     /// (an absent one turned present, its dims set by its own `==` constraints where it has
     /// them, so `bias.dim[0] == weight.dim[0]` admits it), and absent in at least one.
     fn cover_optional_inputs(&self, dtype: DType, admitted: &mut Admitted) {
-        let optional: Vec<&str> = self
-            .raw
-            .inputs
-            .iter()
-            .filter(|i| i.optional.as_ref().is_some_and(|o| o.value))
-            .map(|i| i.name.value.as_str())
-            .collect();
-        for name in optional {
+        for name in self.optional_inputs() {
             let present = |s: &Sample| s.inputs.iter().any(|(n, _, p)| n == name && *p);
             let wanted = admitted.len().div_ceil(3);
             let mut count = admitted.iter().filter(|(s, _)| present(s)).count();

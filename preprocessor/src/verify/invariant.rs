@@ -4,7 +4,7 @@
 //! it 1 (one thread), at the main instruction-set level, and the bits must be the same.
 
 use super::Gate;
-use super::run::{Accepted, Outcome, Runs, call};
+use super::run::{Accepted, Outcome, call};
 use super::sample::{Param, Sample, Verdict};
 use super::shrink::sample_note;
 use crate::diag::Code;
@@ -50,10 +50,7 @@ impl Gate<'_> {
             ) {
                 continue;
             }
-            let runs = Runs {
-                level: self.levels.main.as_deref(),
-                ..Runs::default()
-            };
+            let runs = self.levels.main_only();
             let same = match call(kernel, &self.domain, &reference, dtype, seed, runs) {
                 Outcome::Accepted(other) => other.bits == accepted.bits,
                 _ => false,

@@ -309,6 +309,28 @@ impl Gate<'_> {
         });
     }
 
+    /// Runs `check`; when it fails (`None`), every diagnostic it added gets `note`.
+    fn noted<T>(&mut self, note: &str, check: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        let before = self.diagnostics.len();
+        let outcome = check(self);
+        if outcome.is_none() {
+            for diagnostic in &mut self.diagnostics[before..] {
+                diagnostic.notes.push(note.to_owned());
+            }
+        }
+        outcome
+    }
+
+    /// The names of the contract's optional inputs.
+    fn optional_inputs(&self) -> Vec<&str> {
+        self.raw
+            .inputs
+            .iter()
+            .filter(|i| i.is_optional())
+            .map(|i| i.name.value.as_str())
+            .collect()
+    }
+
     fn error(&mut self, code: Code, span: Range<usize>, message: String) -> &mut Diagnostic {
         self.diagnostics
             .push(Diagnostic::error(code, self.source, span, message));

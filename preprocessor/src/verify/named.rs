@@ -7,7 +7,7 @@
 //! admitted sample (`repro` resolves the same oracle).
 
 use super::Gate;
-use super::run::Input;
+use super::run::{Input, operand_named};
 use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::contract::raw::RawOracle;
@@ -113,14 +113,7 @@ fn run_named(
     sample: &Sample,
     inputs: &[Option<Input>],
 ) -> Result<Vec<f64>, String> {
-    let operand = |name: &str| {
-        kernel
-            .inputs
-            .iter()
-            .position(|d| d.name == name)
-            .and_then(|slot| inputs.get(slot))
-            .and_then(Option::as_ref)
-    };
+    let operand = |name: &str| operand_named(kernel, inputs, name);
     let operands = named
         .kernel
         .inputs

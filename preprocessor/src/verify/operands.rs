@@ -83,7 +83,7 @@ impl Gate<'_> {
         self.raw
             .inputs
             .iter()
-            .any(|i| i.name.value == name && i.optional.as_ref().is_some_and(|o| o.value))
+            .any(|i| i.name.value == name && i.is_optional())
     }
 
     /// Calls `kernel` on `sample` as it is, absent inputs passed as `None`: when one of them is

@@ -39,6 +39,14 @@ impl Levels {
     }
 
     /// How to run one sample: at the main level, then at every other one.
+    /// One run at the main level alone (no repeat, no other level).
+    pub fn main_only(&self) -> Runs<'_> {
+        Runs {
+            level: self.main.as_deref(),
+            ..Runs::default()
+        }
+    }
+
     pub fn runs(&self, repeat: bool) -> Runs<'_> {
         Runs {
             repeat,
@@ -96,24 +104,16 @@ impl Gate<'_> {
                     return None;
                 }
                 LevelResult::Differs { values, .. } => {
-                    let before = self.diagnostics.len();
-                    let held = self.values_hold(
-                        kernel,
-                        dtype,
-                        sample,
-                        &accepted.inputs,
-                        values,
-                        predicted,
+                    let note = format!(
+                        "at instruction-set level `{level}` (the main run, at `{}`, agreed)",
+                        self.levels
+                            .main
+                            .as_deref()
+                            .unwrap_or("the provider's choice")
                     );
-                    if held.is_none() {
-                        for diagnostic in &mut self.diagnostics[before..] {
-                            diagnostic.notes.push(format!(
-                                "at instruction-set level `{level}` (the main run, at `{}`, agreed)",
-                                self.levels.main.as_deref().unwrap_or("the provider's choice")
-                            ));
-                        }
-                        return None;
-                    }
+                    self.noted(&note, |gate| {
+                        gate.values_hold(kernel, dtype, sample, &accepted.inputs, values, predicted)
+                    })?;
                 }
             }
         }

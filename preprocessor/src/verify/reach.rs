@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use super::run::{Outcome, Runs, call};
+use super::run::{Outcome, call};
 use super::sample::{Rng, Sample, Verdict};
 use super::shrink::{Check, Keep, Replay};
 use super::{Admitted, Gate};
@@ -207,13 +207,7 @@ impl Gate<'_> {
     /// Every other grown sample with its optional inputs present (where that is still a
     /// sample): the wide code paths run with them too (a bias added in a register tile).
     fn optional_inputs_present(&self, grown: &mut Admitted, dtype: DType) {
-        let optional: Vec<&str> = self
-            .raw
-            .inputs
-            .iter()
-            .filter(|i| i.optional.as_ref().is_some_and(|o| o.value))
-            .map(|i| i.name.value.as_str())
-            .collect();
+        let optional = self.optional_inputs();
         for (sample, outputs) in grown.iter_mut().skip(1).step_by(2) {
             for name in &optional {
                 let candidate = self.domain.with_present(sample, name, dtype);
@@ -311,10 +305,7 @@ impl Gate<'_> {
         if weight(candidate, &outputs) > GROWN_ELEMENTS {
             return None;
         }
-        let runs = Runs {
-            level: self.levels.main.as_deref(),
-            ..Runs::default()
-        };
+        let runs = self.levels.main_only();
         match call(kernel, &self.domain, candidate, dtype, self.seed, runs) {
             Outcome::Accepted(accepted) => {
                 self.paths_reached(dtype, &accepted.paths);

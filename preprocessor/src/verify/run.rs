@@ -13,6 +13,16 @@ pub struct Input {
     pub values: Vec<f64>,
 }
 
+/// The operand named `name` among `inputs` (given in `kernel`'s operand order), if passed.
+pub fn operand_named<'i>(
+    kernel: &EntryPointInfo,
+    inputs: &'i [Option<Input>],
+    name: &str,
+) -> Option<&'i Input> {
+    let slot = kernel.inputs.iter().position(|d| d.name == name)?;
+    inputs.get(slot)?.as_ref()
+}
+
 /// What a kernel did with a sample.
 #[derive(Debug)]
 pub enum Outcome {
@@ -43,6 +53,16 @@ pub struct Accepted {
     pub paths: Vec<String>,
     /// The same call at each further instruction-set level.
     pub at_levels: Vec<AtLevel>,
+}
+
+impl Accepted {
+    /// Every output's shape, as the shape rules give them.
+    pub fn shapes(&self) -> Vec<Vec<i64>> {
+        self.outputs
+            .iter()
+            .map(|(shape, _, _)| shape.iter().map(|d| *d as i64).collect())
+            .collect()
+    }
 }
 
 /// The call run again at another instruction-set level.

@@ -523,7 +523,7 @@ impl Domain<'_> {
                 let dims = (0..rank)
                     .map(|_| rng.range(*DIMS.start(), *DIMS.end()))
                     .collect();
-                let optional = input.optional.as_ref().is_some_and(|o| o.value);
+                let optional = input.is_optional();
                 (
                     input.name.value.clone(),
                     dims,

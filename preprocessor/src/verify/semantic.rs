@@ -6,7 +6,7 @@
 //! index outside its tensor, an element never written) is reported in the pseudo-code.
 
 use super::Gate;
-use super::run::Input;
+use super::run::{Input, operand_named};
 use super::sample::{Domain, Sample};
 use super::shrink::sample_note;
 use crate::contract::raw::RawContract;
@@ -108,22 +108,7 @@ impl Gate<'_> {
         sample: &Sample,
         predicted: &[Vec<i64>],
     ) -> Option<Counts> {
-        let inputs: Vec<Option<Input>> = kernel
-            .inputs
-            .iter()
-            .map(|desc| {
-                let (_, dims, present) = sample.inputs.iter().find(|(n, _, _)| *n == desc.name)?;
-                let dims: Vec<usize> = dims
-                    .iter()
-                    .map(|d| usize::try_from(*d).ok())
-                    .collect::<Option<_>>()?;
-                let count = dims.iter().product();
-                present.then(|| Input {
-                    dims,
-                    values: vec![0.0; count],
-                })
-            })
-            .collect();
+        let inputs = zero_inputs(kernel, sample);
         // A refused sample may lie outside where the semantics are defined: no report then.
         let before = self.diagnostics.len();
         let expected = self.expected(kernel, dtype, sample, &inputs, predicted, Mode::Ordered);
@@ -143,6 +128,27 @@ pub type Traces = Vec<Vec<Vec<semantics::Step>>>;
 /// A run of the semantics: what they give (and traced), or where they failed.
 pub type Evaluated =
     Result<Option<(Expected, Option<Traces>)>, (Arc<Semantics>, semantics::SemanticsError)>;
+
+/// Zeros for every input of `kernel` that `sample` passes, in the kernel's operand order (the
+/// semantics' work and traces do not depend on the values).
+pub(super) fn zero_inputs(kernel: &Kernel<'_>, sample: &Sample) -> Vec<Option<Input>> {
+    kernel
+        .inputs
+        .iter()
+        .map(|desc| {
+            let (_, dims, present) = sample.inputs.iter().find(|(n, _, _)| *n == desc.name)?;
+            let dims: Vec<usize> = dims
+                .iter()
+                .map(|d| usize::try_from(*d).ok())
+                .collect::<Option<_>>()?;
+            let count = dims.iter().product();
+            present.then(|| Input {
+                dims,
+                values: vec![0.0; count],
+            })
+        })
+        .collect()
+}
 
 /// The semantics of `domain`'s contract run on `inputs` (the kernel's operands, in the kernel's
 /// operand order) for `sample`, with outputs of the `predicted` shapes; with `trace`, also
@@ -165,13 +171,7 @@ pub fn evaluate(
         return Ok(None);
     };
     let by_name = |name: &str| {
-        kernel
-            .inputs
-            .iter()
-            .position(|d| d.name == name)
-            .and_then(|slot| inputs.get(slot))
-            .and_then(Option::as_ref)
-            .map(|input| (input.dims.clone(), input.values.clone()))
+        operand_named(kernel, inputs, name).map(|input| (input.dims.clone(), input.values.clone()))
     };
     let run_inputs: Vec<Option<(Vec<usize>, Vec<f64>)>> = semantics
         .signature

@@ -234,11 +234,7 @@ impl Gate<'_> {
         };
         self.paths_reached(dtype, &accepted.paths);
         let inputs = &accepted.inputs;
-        let predicted: Vec<Vec<i64>> = accepted
-            .outputs
-            .iter()
-            .map(|(shape, _, _)| shape.iter().map(|d| *d as i64).collect())
-            .collect();
+        let predicted = accepted.shapes();
         let mode = if self.claims_order() {
             Mode::Ordered
         } else {

@@ -144,7 +144,7 @@ pub fn tied(domain: &Domain<'_>, sample: &Sample, dtype: DType) -> Sample {
 pub fn without_optionals(domain: &Domain<'_>, sample: &Sample, dtype: DType) -> Sample {
     let mut bare = sample.clone();
     for (input, (_, _, present)) in domain.raw.inputs.iter().zip(bare.inputs.iter_mut()) {
-        if input.optional.as_ref().is_some_and(|o| o.value) {
+        if input.is_optional() {
             *present = false;
         }
     }

@@ -8,7 +8,7 @@
 
 use super::super::run::{Fill, Input, arguments, oracle_inputs};
 use super::super::sample::{Domain, Sample};
-use super::super::semantic::{Elements, Mode, Traces, evaluate};
+use super::super::semantic::{Elements, Mode, Traces, evaluate, zero_inputs};
 use super::candidates::{self, Var};
 use super::{Drift, DriftPoint};
 use crate::providers::{CallOutcome, Kernel};
@@ -114,7 +114,7 @@ impl On<'_, '_> {
 
     /// The steps the first output's one element is made of.
     fn terms(&self, sample: &Sample) -> Option<usize> {
-        let (_, traces) = self.oracle(sample, &self.zeros(sample))?;
+        let (_, traces) = self.oracle(sample, &zero_inputs(self.kernel, sample))?;
         match traces.first()?.as_slice() {
             [steps] => Some(steps.len()),
             _ => None,
@@ -159,26 +159,6 @@ impl On<'_, '_> {
             error,
             bound: (exact.error < magnitude).then_some(exact.error),
         })
-    }
-
-    /// Zeros for every present input.
-    fn zeros(&self, sample: &Sample) -> Vec<Option<Input>> {
-        self.kernel
-            .inputs
-            .iter()
-            .map(|desc| {
-                let (_, dims, present) = sample.inputs.iter().find(|(n, _, _)| *n == desc.name)?;
-                let dims: Vec<usize> = dims
-                    .iter()
-                    .map(|d| usize::try_from(*d).ok())
-                    .collect::<Option<_>>()?;
-                let count = dims.iter().product();
-                present.then(|| Input {
-                    dims,
-                    values: vec![0.0; count],
-                })
-            })
-            .collect()
     }
 
     /// The semantics on `inputs`: the first output's elements and each output's trace.
