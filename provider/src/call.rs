@@ -80,6 +80,17 @@ pub fn level() -> Option<String> {
     })
 }
 
+/// `f` on the level the host asked the current call to run at, without copying it: what a
+/// kernel's worker threads should use (a thread's first allocation can cost it a fresh heap).
+pub fn with_level<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
+    CURRENT.with(|current| {
+        let current = current.borrow();
+        f(current
+            .as_ref()
+            .and_then(|context| context.inner.level.as_deref()))
+    })
+}
+
 /// The current call's context, to hand to the threads the kernel spawns.
 pub fn current() -> Option<Context> {
     CURRENT.with(|current| current.borrow().clone())
@@ -131,6 +142,7 @@ mod tests {
                 scope.spawn(|| {
                     context.enter(|| {
                         assert_eq!(level().as_deref(), Some("scalar"));
+                        assert_eq!(with_level(|l| l.map(str::len)), Some(6));
                         took("worker");
                     })
                 });

@@ -47,14 +47,14 @@ pub fn levels() -> Vec<fkc_provider::call::Level> {
 /// The instruction set to run at: the level the current call asks for (when this machine has
 /// it), else the best one available. The level that runs is reported as a path.
 pub(crate) fn arch() -> Arch {
-    let arch = match fkc_provider::call::level().as_deref() {
+    let arch = fkc_provider::call::with_level(|level| match level {
         Some("scalar") => Arch::Scalar,
         #[cfg(target_arch = "x86_64")]
         Some("x86-v3") => pulp::x86::V3::try_new().map_or_else(Arch::new, Arch::V3),
         #[cfg(target_arch = "x86_64")]
         Some("x86-v4") => pulp::x86::V4::try_new().map_or_else(Arch::new, Arch::V4),
         _ => Arch::new(),
-    };
+    });
     fkc_provider::call::took(match arch {
         Arch::Scalar => "level.scalar",
         #[cfg(target_arch = "x86_64")]

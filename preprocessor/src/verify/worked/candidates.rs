@@ -11,7 +11,7 @@ use fkc_provider::DType;
 use std::collections::HashSet;
 
 /// Samples drawn for the pool.
-const DRAWS: usize = 3000;
+const DRAWS: usize = 1500;
 const SEED: u64 = 0x00f1_6e2e_0e4a_3b1d;
 /// A readable example has at most this many input elements in all, and at most this many
 /// output elements.

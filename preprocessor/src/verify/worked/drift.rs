@@ -19,7 +19,7 @@ use std::collections::HashSet;
 /// The longest reduction measured.
 const LIMIT: usize = 4096;
 /// Trials per length (seeded random operands in [-1, 1)).
-const TRIALS: u64 = 4;
+const TRIALS: u64 = 2;
 /// Samples of the pool tried as starting points for the family.
 const STARTS: usize = 24;
 /// At most this many variables grow together.

@@ -24,8 +24,8 @@ use std::sync::Arc;
 /// Candidates ranked on their trace (evenly spaced in size).
 const RANKED: usize = 240;
 /// Rounds of single moves that improve the best candidates, and how many are improved.
-const CLIMB: usize = 6;
-const CLIMBERS: usize = 3;
+const CLIMB: usize = 3;
+const CLIMBERS: usize = 1;
 /// Candidates run through the kernel, best first, before giving up.
 const TRIES: usize = 6;
 /// A figure of more grids than this gets long.
