@@ -1,12 +1,15 @@
 """py-kernels: a kernel provider for mdbook-fkc written in Python (standard library only).
 
-Two kernels, each in F32 and F64: `relu` (max(x, 0) elementwise) and `max_pool2d` (a square
-window without padding, scalar stride), with a parameter carrier `MaxPool2D`. Run by book.toml
+Four kernels, each in F32 and F64: `relu` (max(x, 0) elementwise) and `max_pool2d` (a square
+window without padding, scalar stride), with a parameter carrier `MaxPool2D`; `add` (two
+matrices elementwise) and `cumsum` (running sums along each row), op kinds mdbook-fkc has no
+definition of, checked through the `semantics` their contracts write. Run by book.toml
 as `python3 provider.py`; it speaks the provider protocol on stdin/stdout (fkc_provider.py).
 """
 
 import math
 import os
+import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -81,6 +84,68 @@ def max_pool2d(dtype):
     return call
 
 
+# The canonical quiet NaN each kernel below returns for a NaN result.
+CANONICAL_NAN = {"F32": "7fc00000", "F64": "7ff8000000000000"}
+
+
+def rounded(dtype, value):
+    """`value` rounded once to `dtype`, as its bit pattern (a NaN is the canonical one)."""
+    if math.isnan(value):
+        return CANONICAL_NAN[dtype]
+    pack = ">f" if dtype == "F32" else ">d"
+    try:
+        return struct.pack(pack, value).hex()
+    except OverflowError:  # rounds past the largest finite value: an infinity
+        return struct.pack(pack, math.copysign(math.inf, value)).hex()
+
+
+def through(dtype, value):
+    """`value` rounded once to `dtype`, as a Python float."""
+    return struct.unpack(">f" if dtype == "F32" else ">d", bytes.fromhex(rounded(dtype, value)))[0]
+
+
+def matrices(operands, dtype, names, op):
+    """The contiguous rank-2 operands `names`, of `dtype`, or a rejection."""
+    if len(operands) != len(names) or any(o is None for o in operands):
+        raise Rejected("MissingOperand", f"{op}: takes {', '.join(names)}")
+    for name, x in zip(names, operands):
+        if x.dtype != dtype:
+            raise Rejected("DType", f"{op}: {name} is {x.dtype}, this entry point takes {dtype}")
+        if len(x.shape) != 2:
+            raise Rejected("Rank", f"{op}: {name} must have rank 2, not {len(x.shape)}")
+        if not x.is_contiguous():
+            raise Rejected("Layout", f"{op}: {name} must be contiguous")
+    return [x.storage for x in operands]
+
+
+def add(dtype):
+    def call(operands, params):
+        no_params(params, "add")
+        a, b = matrices(operands, dtype, ["a", "b"], "add")
+        if a.shape != b.shape:
+            raise Rejected("ShapeMismatch", f"add: a is {a.shape}, b is {b.shape}")
+        # Two F32 values' sum in a Python float, then rounded to F32, is their sum rounded once.
+        out = [rounded(dtype, a.value(i) + b.value(i)) for i in range(len(a.patterns))]
+        return [Tensor(dtype, a.shape, out)]
+    return call
+
+
+def cumsum(dtype):
+    def call(operands, params):
+        no_params(params, "cumsum")
+        (x,) = matrices(operands, dtype, ["x"], "cumsum")
+        rows, cols = x.shape
+        out = []
+        for r in range(rows):
+            acc = 0.0
+            for c in range(cols):
+                # Each running sum rounded to the dtype, left to right: the written order.
+                acc = through(dtype, acc + x.value(r * cols + c))
+                out.append(rounded(dtype, acc))
+        return [Tensor(dtype, x.shape, out)]
+    return call
+
+
 def entry(kernel, dtype, op_kind, rank, params, call):
     return EntryPoint(f"py_kernels::{kernel}_{dtype.lower()}", kernel, dtype, op_kind,
                       [operand("x", rank)], ["out"], params, call)
@@ -98,6 +163,12 @@ REGISTRY = Registry(
         entry("relu", "F64", "Relu", 2, [], relu("F64")),
         entry("max_pool2d", "F32", "MaxPool2D", 4, POOL_FIELDS, max_pool2d("F32")),
         entry("max_pool2d", "F64", "MaxPool2D", 4, POOL_FIELDS, max_pool2d("F64")),
+        EntryPoint("py_kernels::add_f32", "add", "F32", "Add",
+                   [operand("a", 2), operand("b", 2)], ["out"], [], add("F32")),
+        EntryPoint("py_kernels::add_f64", "add", "F64", "Add",
+                   [operand("a", 2), operand("b", 2)], ["out"], [], add("F64")),
+        entry("cumsum", "F32", "CumSum", 2, [], cumsum("F32")),
+        entry("cumsum", "F64", "CumSum", 2, [], cumsum("F64")),
     ],
     sources=[__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                     "fkc_provider.py")],

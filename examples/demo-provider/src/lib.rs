@@ -2,10 +2,11 @@
 //!
 //! The crate exports a link registry, [`REGISTRY`], built on `fkc-provider`, and a three-line
 //! `fkc-provider` binary serves it. Its kernels are written independently of the reference
-//! backend: `relu` (F32, F64) and `conv2d_im2col` (F32), a convolution computed as im2col
+//! backend: `relu` (F32, F64); `conv2d_im2col` (F32), a convolution computed as im2col
 //! columns times the weights in blocks of output pixels, accumulated in f64 and rounded to f32
 //! once ("f32 widening") — so its sums are *not* the reference's nested f32 sums, and the gate
-//! holds it to the error bound its contract states. [`lying`] and [`crashing`] are fixtures for
+//! holds it to the error bound its contract states; and `matmul` (F32), an op kind mdbook-fkc
+//! knows nothing about, checked through the pseudo-code of its contract's `semantics` alone. [`lying`] and [`crashing`] are fixtures for
 //! mdbook-fkc's own tests.
 
 #![forbid(unsafe_code)]
@@ -30,6 +31,9 @@ const CONV_FIELDS: &[FieldDesc] = &[
     FieldDesc::new("padding", ParamKind::UsizePair, "zero padding (ph, pw)"),
 ];
 const OUT: &[&str] = &["out"];
+/// `matmul`'s operands: `a [M, K]`, `b [K, N]`.
+const MATMUL_INPUTS: &[OperandDesc] =
+    &[OperandDesc::required("a", 2), OperandDesc::required("b", 2)];
 
 /// The demo's link registry.
 pub static REGISTRY: Registry = Registry {
@@ -66,6 +70,15 @@ pub static REGISTRY: Registry = Registry {
             CONV_INPUTS,
             CONV_FIELDS,
             conv2d_im2col,
+        ),
+        entry(
+            "demo_provider::matmul_f32",
+            "matmul",
+            DType::F32,
+            "MatMul",
+            MATMUL_INPUTS,
+            &[],
+            matmul,
         ),
     ],
     executor: None,
@@ -310,4 +323,55 @@ fn im2col(g: &Geometry, xs: &[f64], n: usize) -> Vec<Option<f64>> {
         }
     }
     columns
+}
+
+/// Partial sums per output element of [`matmul`].
+const PARTIALS: usize = 4;
+
+/// `a · b` in f32: each element's products go round-robin into [`PARTIALS`] f32 partial sums
+/// (term `k` into sum `k mod 4`), added pairwise at the end — not the left-to-right order of
+/// the contract's semantics, so its contract claims a tolerance, not bits.
+fn matmul(operands: &[Option<Operand>], params: &ParamValues) -> Result<Vec<AnyTensor>, Rejection> {
+    reject_params("matmul", params, &[])?;
+    let present = contiguous_operands("matmul", operands, 2)?;
+    require_dtype("matmul", &present, DType::F32)?;
+    let [a, b] = present[..] else {
+        return Err(Rejection::new(
+            KernelErrorKind::MissingOperand,
+            "matmul: a, b",
+        ));
+    };
+    let (&[m, k], &[k_b, n]) = (a.shape(), b.shape()) else {
+        return Err(Rejection::new(
+            KernelErrorKind::Rank,
+            "matmul: a and b must be rank 2",
+        ));
+    };
+    if k_b != k {
+        return Err(Rejection::new(
+            KernelErrorKind::ShapeMismatch,
+            format!("matmul: a is {m}x{k}, b is {k_b}x{n}"),
+        ));
+    }
+    let narrow = |values: Vec<f64>| -> Vec<f32> { values.into_iter().map(|v| v as f32).collect() };
+    let (av, bv) = (
+        narrow(a.storage().to_f64_vec()),
+        narrow(b.storage().to_f64_vec()),
+    );
+    let mut out = Vec::with_capacity(m.saturating_mul(n));
+    for row in av.chunks(k.max(1)).take(m) {
+        for j in 0..n {
+            let mut partial = [0.0f32; PARTIALS];
+            let column = bv.iter().skip(j).step_by(n.max(1));
+            for (term, (x, y)) in row.iter().zip(column).enumerate() {
+                partial[term % PARTIALS] += x * y;
+            }
+            let [p0, p1, p2, p3] = partial;
+            out.push(f64::from((p0 + p1) + (p2 + p3)));
+        }
+    }
+    if k == 0 {
+        out = vec![0.0; m.saturating_mul(n)];
+    }
+    Ok(vec![AnyTensor::from_f64(DType::F32, &[m, n], &out)?])
 }

@@ -65,6 +65,11 @@ pub fn decorate(
             },
         },
     );
+    view.semantics = resolved
+        .contract
+        .semantics
+        .as_deref()
+        .map(super::pseudo::semantics_view);
     if let Some(worked) = &evidence.worked {
         view.figure = Some(super::svg::worked_example(worked));
         view.figure_caption = Some(super::svg::caption(worked));

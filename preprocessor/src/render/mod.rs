@@ -6,6 +6,7 @@
 pub mod decorate;
 pub mod evidence;
 pub mod plan;
+pub mod pseudo;
 pub mod svg;
 pub mod view;
 

@@ -12,7 +12,8 @@ use serde::Serialize;
 const CELL: i64 = 28;
 const LABEL: i64 = 20;
 
-fn escape(text: &str) -> String {
+/// `text` safe inside HTML text and attribute values.
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

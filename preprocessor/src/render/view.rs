@@ -127,6 +127,8 @@ pub struct ContractView {
     /// The worked example as the `figure.html` template lays it out (grids, legend, trace,
     /// cost on the example, drift plots).
     pub worked: Option<super::svg::FigureView>,
+    /// What the kernel computes: the semantics the gate checked it against, highlighted.
+    pub semantics: Option<super::pseudo::SemanticsView>,
     /// What verified it: the tool's version and the gate's settings (no timestamp, so two
     /// builds stay byte-identical).
     pub verified_with: String,
@@ -248,6 +250,7 @@ pub fn contract_view(
         source: source.to_owned(),
         source_location,
         worked: None,
+        semantics: None,
         verified_with: String::new(),
     }
 }

@@ -642,3 +642,67 @@ fn a_selection_of_exact_values_is_exact() {
         .collect();
     assert!(got.iter().all(|a| a.error == 0.0), "{got:?}");
 }
+
+/// The format reference's grammar of the semantics is this module's, and what it lists parses.
+#[test]
+fn the_format_reference_states_the_grammar_the_parser_reads() {
+    let reference = include_str!("../../../book/format.md");
+    let section = reference
+        .split("## Semantics\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a Semantics section");
+    let block = |text: &str, fence: &str| -> String {
+        let start = text.find(fence).expect(fence) + fence.len();
+        text[start..]
+            .split("```")
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let module = include_str!("mod.rs");
+    let documented: String = block(module, "//! ```text\n")
+        .lines()
+        .map(|line| {
+            line.strip_prefix("//! ")
+                .unwrap_or(line.trim_start_matches("//!"))
+        })
+        .map(|line| format!("{line}\n"))
+        .collect::<String>()
+        .trim_end_matches(|c| c == '/' || c == '!' || c == '\n')
+        .to_owned();
+    assert!(
+        documented.contains("program   = { statement }"),
+        "{documented}"
+    );
+    assert_eq!(
+        block(section, "```text\n").trim_end(),
+        documented.trim_end()
+    );
+    // The example parses, and every DTYPE of the grammar is accepted as an accumulator's.
+    let example = block(section, "```yaml\nsemantics: |\n");
+    let example: String = example
+        .lines()
+        .map(|l| format!("{}\n", l.strip_prefix("  ").unwrap_or(l)))
+        .collect();
+    parse(&example).unwrap_or_else(|e| panic!("{e:?}\n{example}"));
+    for dtype in ["T", "f64", "f32", "bf16", "f16"] {
+        let program = format!("for i in out:\n  acc: {dtype} = 0\n  out[i] = acc\n");
+        parse(&program).unwrap_or_else(|e| panic!("{dtype}: {e:?}"));
+    }
+    // Every function the reference names is one the checker knows.
+    let functions = section
+        .split("**Functions**: ")
+        .nth(1)
+        .and_then(|rest| rest.split(" on values").next())
+        .expect("the functions");
+    for name in functions.trim_matches('`').split_whitespace() {
+        assert!(
+            ir::Func::parse(name).is_some(),
+            "`{name}` is not a function"
+        );
+    }
+    for special in ["select(", "cast(", "present(", "isnan("] {
+        assert!(section.contains(special), "{special}");
+    }
+}

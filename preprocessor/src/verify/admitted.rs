@@ -186,9 +186,24 @@ impl Gate<'_> {
             format!(", values exactly {against}")
         } else {
             format!(
-                ", values within the error bound of {against} (worst {:.0}% of it)",
+                ", values within {} of {against} (worst {:.0}% of it)",
+                self.allowance(),
                 worst * 100.0
             )
+        }
+    }
+
+    /// What a value may differ by: the authored tolerance, else the semantics' error bound.
+    fn allowance(&self) -> String {
+        let stated = self.stated_precision();
+        match (stated.max_ulp, stated.max_absolute, stated.max_relative) {
+            (Some(ulps), ..) if ulps > 0 => format!("the stated `max_ulp: {ulps}`"),
+            (_, None, None) => "the error bound".to_owned(),
+            (_, absolute, relative) => format!(
+                "the stated tolerance `{:e} + {:e} × |exact|`",
+                absolute.unwrap_or(0.0),
+                relative.unwrap_or(0.0)
+            ),
         }
     }
 

@@ -239,6 +239,11 @@ impl Gate<'_> {
             (None, Claim::Ordered) => "the semantics in the written order give".to_owned(),
             (None, _) => "the semantics give".to_owned(),
         };
+        let own_semantics = self
+            .raw
+            .semantics
+            .as_ref()
+            .filter(|_| self.named_oracle.is_none());
         let diagnostic = self.error(
             Code::WrongValue,
             span,
@@ -253,6 +258,19 @@ impl Gate<'_> {
             ));
         }
         diagnostic.notes.push(sample_note(dtype.name(), sample));
+        if let Some(own) = own_semantics {
+            // The contract's own pseudo-code may be what is wrong: point at it too.
+            let first_line = own.value.lines().next().map_or(0, str::len);
+            let start = own.span.start;
+            diagnostic.labels.push(crate::diag::Label {
+                span: start..start + first_line.max(1),
+                message: format!("{want:e} is what these semantics give"),
+            });
+            diagnostic.help.push(
+                "if the kernel is right, the contract's `semantics` are not: fix the pseudo-code"
+                    .to_owned(),
+            );
+        }
         diagnostic.help.push(match claim {
             Claim::Ordered => "keep the written order (no reassociation, no FMA, no wider accumulator), or drop the claim".to_owned(),
             Claim::Special => "state what the kernel does with a NaN operand (`precision.nan: propagate` or `ignore`), or fix the kernel".to_owned(),

@@ -107,7 +107,7 @@ fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
     let output = real_mdbook_build(&dir);
     assert!(output.status.success(), "{}", stderr(&output));
     let html = page(&dir, "kernels.html");
-    for kernel in ["relu", "conv2d_im2col"] {
+    for kernel in ["relu", "conv2d_im2col", "matmul"] {
         assert!(
             html.contains(&format!("<h3><code>{kernel}</code></h3>")),
             "{kernel}"
@@ -116,10 +116,20 @@ fn the_demo_book_verifies_through_the_protocol_under_real_mdbook() {
     assert!(html.contains("demo_provider::conv2d_im2col_f32"));
     assert!(
         html.contains(
-            "within the error bound of the oracle <code>fuel_reference_backend::ops::conv2d_f64</code>"
+            "within the stated tolerance <code>1e-6 + 1e-6 × |exact|</code> of the oracle <code>fuel_reference_backend::ops::conv2d_f64</code>"
         ),
         "conv2d_im2col's values were not checked against the reference backend"
     );
+    // An op kind mdbook-fkc has no definition of, checked through its contract's semantics.
+    assert!(
+        html.contains(
+            "values within the stated tolerance <code>1e-5 + 1e-5 × |exact|</code> of the contract’s semantics"
+        ) || html.contains(
+            "values within the stated tolerance <code>1e-5 + 1e-5 × |exact|</code> of the contract's semantics"
+        ),
+        "matmul's values were not checked through its semantics"
+    );
+    assert!(html.contains("equals 2 × the multiply-adds performed"));
     assert!(
         html.contains("values exactly the standard semantics of <code>Relu</code>"),
         "relu's values were not checked"
@@ -154,6 +164,67 @@ fn a_named_oracle_holds_the_kernel_to_its_stated_tolerance() {
         .unwrap()
         + 1;
     assert!(text.contains(&format!("book/kernels.md:{line}:")), "{text}");
+}
+
+/// The first error of `check` on `dir`: its text (with the location of its first line).
+fn check_fails(dir: &Path) -> String {
+    let output = fkc(&["check"], dir);
+    let text = stderr(&output);
+    assert!(!output.status.success(), "{text}");
+    text
+}
+
+#[test]
+fn a_contracts_own_semantics_are_the_oracle_and_their_lies_are_located() {
+    // A tolerance tighter than the kernel's four-way f32 sums: the value check fails there.
+    let tight = mutated_demo_book("max_absolute: 1e-5 #", "max_absolute: 1e-12 #");
+    let chapter = std::fs::read_to_string(tight.join("book/kernels.md")).unwrap();
+    std::fs::write(
+        tight.join("book/kernels.md"),
+        chapter.replacen("max_relative: 1e-5 #", "max_relative: 1e-12 #", 1),
+    )
+    .unwrap();
+    let text = check_fails(&tight);
+    assert!(
+        text.contains("error[FKC0409]: `demo_provider::matmul_f32` computes"),
+        "{text}"
+    );
+    assert!(text.contains("is what these semantics give"), "{text}");
+    // Lies in the pseudo-code itself, each failing where it is written.
+    let lies = [
+        // an index transposed: reads outside `b` (a guard missing, in effect)
+        (
+            "acc += a[i, k] * b[k, j]",
+            "acc += a[i, k] * b[j, k]",
+            "FKC0504",
+            "b[j, k]",
+        ),
+        // a loop off by one: a term dropped, so the kernel's values are not the semantics'
+        (
+            "for k in 0..a.dim[1]:",
+            "for k in 1..a.dim[1]:",
+            "FKC0409",
+            "for i, j in out:",
+        ),
+        // a name the contract does not have
+        (
+            "acc += a[i, k] * b[k, j]",
+            "acc += a[i, k] * w[k, j]",
+            "FKC0502",
+            "w[k, j]",
+        ),
+    ];
+    for (from, to, code, at) in lies {
+        let dir = mutated_demo_book(from, to);
+        let text = check_fails(&dir);
+        assert!(text.contains(&format!("error[{code}]")), "{to}: {text}");
+        let chapter = std::fs::read_to_string(dir.join("book/kernels.md")).unwrap();
+        let line = chapter.lines().position(|l| l.contains(at)).unwrap() + 1;
+        assert!(
+            text.contains(&format!("\n{line} |")) && text.contains(at),
+            "{to}: not located at line {line}: {text}"
+        );
+    }
 }
 
 #[test]
@@ -344,11 +415,29 @@ fn a_python_provider_written_from_the_format_reference_verifies_under_real_mdboo
         "max_pool2d's admitted samples did not run ({ran})"
     );
     assert!(html.contains("values exactly the standard semantics of <code>"));
+    // Op kinds mdbook-fkc has no definition of: checked through the contracts' semantics.
+    for kernel in ["add", "cumsum"] {
+        assert!(
+            html.contains(&format!("<h3><code>{kernel}</code></h3>")),
+            "{kernel}"
+        );
+        assert!(
+            html.contains(&format!(
+                "through <code>py_kernels::{kernel}_f32</code>: accepted, shapes and dtypes as the rules say, values bit for bit the contract"
+            )),
+            "{kernel}'s values were not checked through its semantics"
+        );
+    }
     // And it fails when its kernel lies: the gate really runs the Python code.
     let provider = dir.join("provider.py");
     let source = std::fs::read_to_string(repo_root().join("examples/python-provider/provider.py"))
         .unwrap()
-        .replace("if x.value(i) < 0 else p", "if x.value(i) < 0.25 else p");
+        .replace("if x.value(i) < 0 else p", "if x.value(i) < 0.25 else p")
+        // cumsum with a wider accumulator: not the written order it claims
+        .replace(
+            "acc = through(dtype, acc + x.value(r * cols + c))",
+            "acc = acc + x.value(r * cols + c)",
+        );
     std::fs::write(&provider, source).unwrap();
     std::fs::copy(
         repo_root().join("examples/python-provider/fkc_provider.py"),
@@ -367,6 +456,11 @@ fn a_python_provider_written_from_the_format_reference_verifies_under_real_mdboo
     let lied = fkc(&["check"], &dir);
     assert!(!lied.status.success());
     assert!(stderr(&lied).contains("error[FKC0409]: `py_kernels::relu_f32` computes"));
+    assert!(
+        stderr(&lied).contains("error[FKC0409]: `py_kernels::cumsum_f32` computes"),
+        "{}",
+        stderr(&lied)
+    );
 }
 
 #[test]
@@ -397,7 +491,7 @@ fn two_providers_may_each_document_a_kernel_of_the_same_name() {
         2,
         "{listed}"
     );
-    assert!(listed.contains("4 contract(s) verified"), "{listed}");
+    assert!(listed.contains("7 contract(s) verified"), "{listed}");
     // Within one provider, a name is still taken once.
     let chapter = dir.join("book/python-kernels.md");
     let text = std::fs::read_to_string(&chapter).unwrap();
