@@ -31,6 +31,16 @@ fn error_codes(text: &str, providers: Providers) -> BTreeSet<String> {
     error_codes_with(text, providers, VerifyOptions::default())
 }
 
+/// The diagnostics of a chapter, checked with `options`.
+fn check_chapter(
+    text: &str,
+    providers: Providers,
+    options: VerifyOptions,
+) -> Vec<mdbook_fkc::diag::Diagnostic> {
+    let mut checker = Checker::without_rendering(options, providers);
+    checker.chapter(SEED, text).unwrap().diagnostics
+}
+
 /// The error codes of a chapter, checked with `options`.
 fn error_codes_with(text: &str, providers: Providers, options: VerifyOptions) -> BTreeSet<String> {
     let mut checker = Checker::without_rendering(options, providers);
@@ -571,4 +581,69 @@ fn every_kernel_mutant_fails_the_gate() {
     println!("kernel mutants killed: {killed} of {}", MUTANTS.len());
     let expected: Vec<String> = SURVIVORS.iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(survived, expected, "survivors changed");
+}
+
+/// conv2d_simple's standard semantics, written into its contract as its own.
+const CONV2D_SIMPLE_SEMANTICS: &str = "semantics: |
+  for n, co, oh, ow in out:
+    acc: T = 0
+    for ci in 0..kernel.dim[1], kh in 0..kernel.dim[2], kw in 0..kernel.dim[3]:
+      ih = oh * stride + kh - padding
+      iw = ow * stride + kw - padding
+      if 0 <= ih < x.dim[2] && 0 <= iw < x.dim[3]:
+        acc += x[n, ci, ih, iw] * kernel[co, ci, kh, kw]
+    out[n, co, oh, ow] = acc
+determinism:";
+
+/// Lies in the pseudo-code of a contract's own semantics: each fails, with its code, at the line
+/// of the pseudo-code it is written on (an order claim broken points at the semantics too).
+#[test]
+fn every_semantics_lie_fails_located_in_the_pseudo_code() {
+    let text = seed();
+    let own = mutate(
+        &text,
+        "conv2d_simple",
+        "determinism:",
+        0,
+        CONV2D_SIMPLE_SEMANTICS,
+    );
+    assert_eq!(error_codes(&own, Providers::default()), BTreeSet::new());
+    let lies: &[(&str, &str, &str, &str)] = &[
+        // a reduction order swapped: kh outermost, under `order: naive_nested`
+        (
+            "for ci in 0..kernel.dim[1], kh in 0..kernel.dim[2],",
+            "for kh in 0..kernel.dim[2], ci in 0..kernel.dim[1],",
+            "FKC0409",
+            "  for n, co, oh, ow in out:",
+        ),
+        // an index off by one
+        (
+            "acc += x[n, ci, ih, iw]",
+            "acc += x[n, ci, ih + 1, iw]",
+            "FKC0504",
+            "ih + 1",
+        ),
+        // a missing guard: padding taps read outside x
+        (
+            "      if 0 <= ih < x.dim[2] && 0 <= iw < x.dim[3]:\n        acc +=",
+            "      if true:\n        acc +=",
+            "FKC0504",
+            "acc += x[n, ci, ih, iw]",
+        ),
+    ];
+    for (from, to, code, at) in lies {
+        let lie = own.replacen(from, to, 1);
+        assert_ne!(lie, own, "{from}");
+        let diagnostics = check_chapter(&lie, Providers::default(), VerifyOptions::default());
+        let line = lie.lines().position(|l| l.contains(at)).unwrap() + 1;
+        let located = diagnostics.iter().any(|d| {
+            d.is_error()
+                && d.code.as_str() == *code
+                && (d.location().line == line
+                    || d.labels
+                        .iter()
+                        .any(|l| lie[..l.span.start].matches('\n').count() + 1 == line))
+        });
+        assert!(located, "{to}: no {code} at line {line}: {diagnostics:#?}");
+    }
 }
