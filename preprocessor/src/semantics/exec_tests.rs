@@ -5,32 +5,13 @@
 //! as the generic walk with no plans at all.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use super::tests::{compile, conv_signature, param, tensor};
 use super::*;
 use crate::verify::sample::Rng;
 use fkc_provider::DType;
 
-fn tensor(name: &str, rank: usize, optional: bool) -> SigTensor {
-    SigTensor {
-        name: name.to_owned(),
-        rank,
-        optional,
-    }
-}
-
-fn param(name: &str, width: Option<usize>) -> ir::Param {
-    ir::Param {
-        name: name.to_owned(),
-        width,
-    }
-}
-
 fn standard(op_kind: &str) -> &'static str {
     &standard::of(op_kind).unwrap().text
-}
-
-fn compile(src: &str, signature: &Signature, dtype: DType) -> ir::Program {
-    let ast = parse(src).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    check(&ast, signature, dtype).unwrap_or_else(|e| panic!("{e:?}\n{src}"))
 }
 
 fn values(rng: &mut Rng, len: usize, dtype: DType) -> Vec<f64> {
@@ -60,28 +41,6 @@ impl Case {
             params: &self.params,
             dtype: self.dtype,
         }
-    }
-}
-
-fn conv_signature(bias: bool, transposed: bool) -> Signature {
-    let mut inputs = vec![tensor("x", 4, false), tensor("weight", 4, false)];
-    if bias {
-        inputs.push(tensor("bias", 1, true));
-    }
-    let mut params = vec![
-        param("stride", Some(2)),
-        param("padding", Some(2)),
-        param("dilation", Some(2)),
-        param("groups", None),
-    ];
-    if transposed {
-        params.push(param("output_padding", Some(2)));
-    }
-    Signature {
-        inputs,
-        outputs: vec![tensor("out", 4, false)],
-        params,
-        undeclared_absent: true,
     }
 }
 

@@ -42,7 +42,7 @@ pub const MAX_POOL2D: &str = "for n, c, oh, ow in out:
   out[n, c, oh, ow] = m
 ";
 
-fn tensor(name: &str, rank: usize, optional: bool) -> SigTensor {
+pub(super) fn tensor(name: &str, rank: usize, optional: bool) -> SigTensor {
     SigTensor {
         name: name.to_owned(),
         rank,
@@ -50,14 +50,14 @@ fn tensor(name: &str, rank: usize, optional: bool) -> SigTensor {
     }
 }
 
-fn param(name: &str, width: Option<usize>) -> ir::Param {
+pub(super) fn param(name: &str, width: Option<usize>) -> ir::Param {
     ir::Param {
         name: name.to_owned(),
         width,
     }
 }
 
-fn conv_signature(bias: bool, transposed: bool) -> Signature {
+pub(super) fn conv_signature(bias: bool, transposed: bool) -> Signature {
     let mut inputs = vec![tensor("x", 4, false), tensor("weight", 4, false)];
     if bias {
         inputs.push(tensor("bias", 1, true));
@@ -79,9 +79,9 @@ fn conv_signature(bias: bool, transposed: bool) -> Signature {
     }
 }
 
-fn compile(src: &str, signature: &Signature, dtype: DType) -> ir::Program {
-    let ast = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
-    check(&ast, signature, dtype).unwrap_or_else(|e| panic!("{e:?}"))
+pub(super) fn compile(src: &str, signature: &Signature, dtype: DType) -> ir::Program {
+    let ast = parse(src).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+    check(&ast, signature, dtype).unwrap_or_else(|e| panic!("{e:?}\n{src}"))
 }
 
 /// A random conv2d geometry: (x dims, weight dims, stride, padding, dilation, groups, out dims).

@@ -536,22 +536,8 @@ fn legend(focus: Focus, combine: Combine, marked: &[Marked]) -> Vec<(String, Str
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use super::super::focus::tests::{shown, step};
     use super::*;
-
-    fn shown(name: &str, dims: &[usize], values: Vec<f64>) -> Option<Shown> {
-        Some(Shown {
-            name: name.to_owned(),
-            dims: dims.to_vec(),
-            values,
-        })
-    }
-
-    fn step(reads: &[(usize, usize)], value: f64) -> Step {
-        Step {
-            reads: reads.to_vec(),
-            value,
-        }
-    }
 
     /// out[0, 0] = x[0, 0, 0]·w[0] + x[0, 0, 2]·w[1] + b[0] (x: 1×1×3 plus a second plane
     /// not read, out: 1×2).

@@ -347,11 +347,12 @@ impl Features {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn shown(name: &str, dims: &[usize], values: Vec<f64>) -> Option<Shown> {
+    /// A tensor as a figure shows it (a test's fixture).
+    pub(crate) fn shown(name: &str, dims: &[usize], values: Vec<f64>) -> Option<Shown> {
         Some(Shown {
             name: name.to_owned(),
             dims: dims.to_vec(),
@@ -359,7 +360,8 @@ mod tests {
         })
     }
 
-    fn step(reads: &[(usize, usize)], value: f64) -> Step {
+    /// One step of a trace (a test's fixture).
+    pub(crate) fn step(reads: &[(usize, usize)], value: f64) -> Step {
         Step {
             reads: reads.to_vec(),
             value,
