@@ -111,17 +111,34 @@ fn build(dir: &Path, dest: Option<&Path>, open: bool, no_cache: bool) -> Result<
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads the book in `dir`; `no_cache` turns the verification cache off as `cache = false`
-/// under `[preprocessor.fkc]` would.
+/// Loads the book in `dir` (a directory holding book.toml or src/SUMMARY.md); `no_cache` turns
+/// the verification cache off as `cache = false` under `[preprocessor.fkc]` would.
 fn load(dir: &Path, no_cache: bool) -> Result<MDBook, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} is not a directory: name the book's directory (the one holding book.toml)",
+            dir.display()
+        ));
+    }
+    if !dir.join("book.toml").is_file() && !dir.join("src/SUMMARY.md").is_file() {
+        return Err(format!(
+            "{} holds no mdBook book (no book.toml, no src/SUMMARY.md): run `mdbook init` there, or name the book's directory",
+            dir.display()
+        ));
+    }
     let mut book = MDBook::load(dir)
         .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
     if no_cache {
-        book.config
-            .set("preprocessor.fkc.cache", false)
-            .map_err(|error| format!("cannot turn the cache off: {error:#}"))?;
+        without_cache(&mut book)?;
     }
     Ok(book)
+}
+
+/// Turns the verification cache off, as `cache = false` under `[preprocessor.fkc]` would.
+fn without_cache(book: &mut MDBook) -> Result<(), String> {
+    book.config
+        .set("preprocessor.fkc.cache", false)
+        .map_err(|error| format!("cannot turn the cache off: {error:#}"))
 }
 
 /// Opens a page with `$BROWSER` when set, otherwise the platform's opener.
@@ -181,8 +198,7 @@ fn repro(request: &args::Repro) -> Result<ExitCode, String> {
 
 /// Times every contract's kernels and writes the calibration file beside the book.
 fn judge(dir: &Path) -> Result<ExitCode, String> {
-    let book = MDBook::load(dir)
-        .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
+    let book = load(dir, false)?;
     match mdbook_fkc::judge_book(&book.root, &book.config, &book.book) {
         Ok((path, summary)) => {
             print!("{summary}");
@@ -203,11 +219,35 @@ fn check(
     deny: mdbook_fkc::Deny,
     no_cache: bool,
 ) -> Result<ExitCode, String> {
-    let mut book = load(dir, no_cache)?;
+    let mut book = load(dir, false)?;
+    let table: Option<serde_json::Value> = book.config.get("preprocessor.fkc").unwrap_or(None);
+    if table.is_none() {
+        return Err(format!(
+            "{}/book.toml has no [preprocessor.fkc] table, so `mdbook build` would not run mdbook-fkc and would show every contract as raw YAML\n  help: add it:\n\n[preprocessor.fkc]\nbefore = [\"links\", \"index\"]",
+            dir.display()
+        ));
+    }
+    if no_cache {
+        without_cache(&mut book)?;
+    }
     let root = book.root.clone();
     let config = book.config.clone();
     let outcome = preprocessor::process_book_with(&root, &config, &mut book.book, deny)
         .map_err(|error| format!("{error:#}"))?;
+    if outcome.contracts.is_empty() {
+        let (level, why) = if deny.empty {
+            ("error", " (`--deny empty`)")
+        } else {
+            ("warning", "")
+        };
+        eprintln!(
+            "{level}: the book in {} has no ```fkc contracts{why}: nothing was checked",
+            dir.display()
+        );
+        if deny.empty {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     match format {
         Format::Json => {
             let evidence: Vec<Vec<json::Evidence<'_>>> = outcome

@@ -32,6 +32,8 @@ pub struct Deny {
     pub unverified: bool,
     /// Every claim of a verified contract that no check could decide is an error (FKC0007).
     pub unchecked: bool,
+    /// A book without contracts is an error (`check` only; it warns otherwise).
+    pub empty: bool,
 }
 
 /// Checks the chapters of one book, remembering what spans chapters (kernel names).

@@ -121,6 +121,7 @@ Options:
                       github (GitHub Actions annotations)
   --deny unverified   make every ```fkc,unverified contract an error (FKC0005)
   --deny unchecked    make every claim the gate could not check an error (FKC0007)
+  --deny empty        make a book without contracts an error (it is a warning otherwise)
   --no-cache          verify every contract afresh (as `cache = false` under [preprocessor.fkc])
   --color WHEN        auto, always or never
   -h, --help          print this help";
@@ -186,10 +187,13 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         Some((&("-h" | "--help"), _)) => Command::Help(MAIN_HELP),
         Some((&("-V" | "--version"), _)) => Command::Version,
         Some((&"help", topic)) => Command::Help(match topic.first() {
-            None => MAIN_HELP,
-            Some(&name) => {
-                help_of(name).ok_or_else(|| format!("no help for `{name}`: it is not a command"))?
-            }
+            None | Some(&("-h" | "--help")) => MAIN_HELP,
+            Some(&name) => help_of(name).ok_or_else(|| {
+                format!(
+                    "no help for `{name}`: it is not a command{}",
+                    suggestion(name, COMMANDS)
+                )
+            })?,
         }),
         Some((&name, tail)) => {
             if tail.iter().any(|a| *a == "-h" || *a == "--help") {
@@ -220,11 +224,37 @@ fn help_of(command: &str) -> Option<&'static str> {
     })
 }
 
+/// The subcommands, for did-you-mean.
+const COMMANDS: &[&str] = &[
+    "supports", "build", "check", "explain", "judge", "repro", "help",
+];
+
+/// Each subcommand's options (with the global `--color`), for did-you-mean.
+fn options_of(command: &str) -> &'static [&'static str] {
+    match command {
+        "build" => &["--dest-dir", "--open", "--no-cache", "--color", "--help"],
+        "check" => &["--format", "--deny", "--no-cache", "--color", "--help"],
+        "repro" => &[
+            "--dtype", "--seed", "--check", "--sample", "--book", "--color", "--help",
+        ],
+        _ => &["--color", "--help", "--version"],
+    }
+}
+
+/// `; did you mean `X`?` when a known name is close to `name` (else nothing).
+fn suggestion(name: &str, known: &[&str]) -> String {
+    mdbook_fkc::diag::did_you_mean(name, known.iter().copied())
+        .map(|close| format!("; did you mean `{close}`?"))
+        .unwrap_or_default()
+}
+
 fn unknown_command(name: &str) -> String {
     if name.starts_with('-') {
-        format!("unknown option `{name}`\n\n{MAIN_HELP}")
+        let close = suggestion(name, options_of(""));
+        format!("unknown option `{name}`{close}\n\n{MAIN_HELP}")
     } else {
-        format!("unknown command `{name}`\n\n{MAIN_HELP}")
+        let close = suggestion(name, COMMANDS);
+        format!("unknown command `{name}`{close}\n\n{MAIN_HELP}")
     }
 }
 
@@ -279,7 +309,10 @@ fn walk<'a>(
             match flag(name, next)? {
                 Some(true) if inline.is_none() => index += 1,
                 Some(_) => {}
-                None => return Err(usage(command, &format!("unknown option `{name}`"))),
+                None => {
+                    let close = suggestion(name, options_of(command));
+                    return Err(usage(command, &format!("unknown option `{name}`{close}")));
+                }
             }
         } else if dir.is_none() {
             dir = Some(PathBuf::from(arg));
@@ -354,10 +387,14 @@ fn check(tail: &[&str]) -> Result<Command, String> {
                 deny.unchecked = true;
                 Ok(Some(true))
             }
+            Some("empty") => {
+                deny.empty = true;
+                Ok(Some(true))
+            }
             other => Err(usage(
                 "check",
                 &format!(
-                    "`--deny` takes `unverified` or `unchecked`, not `{}`",
+                    "`--deny` takes `unverified`, `unchecked` or `empty`, not `{}`",
                     other.unwrap_or("")
                 ),
             )),
@@ -474,6 +511,7 @@ mod tests {
                     deny: mdbook_fkc::Deny {
                         unverified: true,
                         unchecked: false,
+                        empty: false,
                     },
                     no_cache: true
                 },
@@ -584,6 +622,26 @@ mod tests {
                 Command::Help(text)
             );
         }
+    }
+
+    #[test]
+    fn mistyped_commands_and_options_get_a_did_you_mean() {
+        let error = |line: &str| parse_line(line).unwrap_err();
+        assert!(error("chek").starts_with("unknown command `chek`; did you mean `check`?"));
+        assert!(
+            error("check --colour never")
+                .contains("unknown option `--colour`; did you mean `--color`?")
+        );
+        assert!(error("check --no-cach").contains("did you mean `--no-cache`?"));
+        assert!(error("build --opn").contains("did you mean `--open`?"));
+        assert!(error("help chekc").contains("did you mean `check`?"));
+        assert!(!error("frobnicate").contains("did you mean"));
+        assert_eq!(
+            parse_line("help --help").unwrap().command,
+            Command::Help(MAIN_HELP)
+        );
+        let deny = parse_line("check --deny empty").unwrap().command;
+        assert!(matches!(deny, Command::Check { deny, .. } if deny.empty));
     }
 
     #[test]

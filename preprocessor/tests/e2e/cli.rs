@@ -206,6 +206,56 @@ fn unknown_commands_and_options_are_usage_errors() {
 }
 
 #[test]
+fn check_refuses_what_is_not_a_checked_book_and_says_why() {
+    // A mistyped command or option names the one meant.
+    let out = fkc(&["chek"], &repo_root());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("did you mean `check`?"),
+        "{}",
+        stderr(&out)
+    );
+    let out = fkc(&["check", "--colour", "never"], &repo_root());
+    assert!(
+        stderr(&out).contains("did you mean `--color`?"),
+        "{}",
+        stderr(&out)
+    );
+    // A directory that does not exist, or holds no book.
+    let missing = temp_dir("missing").join("nowhere");
+    let out = fkc(&["check", &missing.display().to_string()], &repo_root());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("is not a directory"),
+        "{}",
+        stderr(&out)
+    );
+    // A book whose book.toml does not run the preprocessor: `mdbook build` would show raw YAML.
+    let plain = fixture_book("no-contracts");
+    let toml = plain.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let without = &text[..text.find("[preprocessor.fkc]").unwrap()];
+    std::fs::write(&toml, without).unwrap();
+    for args in [&["check"][..], &["check", "--no-cache"]] {
+        let out = fkc(args, &plain);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains("has no [preprocessor.fkc] table"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A book without contracts: a warning, an error under `--deny empty`.
+    let empty = fixture_book("no-contracts");
+    let out = fkc(&["check"], &empty);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: the book in . has no ```fkc contracts"));
+    let out = fkc(&["check", "--deny", "empty"], &empty);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("error: the book in . has no ```fkc contracts (`--deny empty`)"));
+}
+
+#[test]
 fn build_writes_to_the_dest_dir_and_opens_the_book() {
     let book = fixture_book("no-contracts");
     let dest = temp_dir("dest");

@@ -31,7 +31,7 @@ fn seed_book(dir: &Path, kernel: &str, from: &str, to: &str) {
     std::fs::create_dir_all(dir.join("book")).unwrap();
     std::fs::write(
         dir.join("book.toml"),
-        "[book]\ntitle = \"repro\"\nsrc = \"book\"\n",
+        "[book]\ntitle = \"repro\"\nsrc = \"book\"\n\n[preprocessor.fkc]\n",
     )
     .unwrap();
     std::fs::write(
