@@ -56,7 +56,7 @@ fn to_json(diagnostic: &Diagnostic) -> JsonDiagnostic<'_> {
 }
 
 /// The version of the `check --format json` object; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// One contract of the book, as the report lists it.
 #[derive(Debug, Clone, Serialize)]
@@ -65,9 +65,12 @@ pub struct ContractRecord<'a> {
     pub file: &'a str,
     pub line: usize,
     pub registrable: bool,
-    pub revision_hash: &'a str,
-    /// False for a spec-first (```` ```fkc,unverified ````) contract.
+    /// The revision hash (`None` for a contract that failed before one was computed).
+    pub revision_hash: Option<&'a str>,
+    /// The gate ran it and every check passed (as `check`'s text counts "verified").
     pub verified: bool,
+    /// A spec-first (```` ```fkc,unverified ````) contract: nothing was run.
+    pub spec_first: bool,
     pub failing: bool,
     pub dtypes: &'a [String],
     /// (check, what ran), as on the page.
@@ -129,7 +132,7 @@ pub fn render_report(contracts: &[ContractRecord<'_>], diagnostics: &[Diagnostic
         summary: Summary {
             contracts: contracts.len(),
             verified: contracts.iter().filter(|c| c.verified).count(),
-            unverified: contracts.iter().filter(|c| !c.verified).count(),
+            unverified: contracts.iter().filter(|c| c.spec_first).count(),
             failing: contracts.iter().filter(|c| c.failing).count(),
             errors,
             notes: diagnostics.len() - errors,
@@ -179,8 +182,9 @@ mod tests {
             file: "book/a.md",
             line: 7,
             registrable: true,
-            revision_hash: "fkc1:abc",
-            verified: true,
+            revision_hash: Some("fkc1:abc"),
+            verified: false,
+            spec_first: false,
             failing: true,
             dtypes: &dtypes,
             evidence: vec![Evidence {
@@ -194,13 +198,16 @@ mod tests {
         }];
         let value: serde_json::Value =
             serde_json::from_str(&render_report(&contracts, &[diagnostic])).unwrap();
-        assert_eq!(value["version"], 1);
+        assert_eq!(value["version"], 2);
         assert_eq!(value["contracts"][0]["kernel"], "conv2d");
+        assert_eq!(value["contracts"][0]["verified"], false);
         assert_eq!(value["contracts"][0]["revision_hash"], "fkc1:abc");
         assert_eq!(value["contracts"][0]["evidence"][0]["check"], "shape_rule");
         assert_eq!(value["contracts"][0]["unchecked"][0]["claim"], "values");
         assert_eq!(value["diagnostics"][0]["code"], "FKC0104");
         assert_eq!(value["summary"]["failing"], 1);
+        assert_eq!(value["summary"]["verified"], 0);
+        assert_eq!(value["summary"]["unverified"], 0);
         assert_eq!(value["summary"]["errors"], 1);
     }
 }

@@ -31,13 +31,7 @@ pub fn render(diagnostics: &[Diagnostic]) -> String {
         .map(|diagnostic| {
             let start = diagnostic.location();
             let end = diagnostic.source.line_col(diagnostic.span.end);
-            let mut text = diagnostic.message.clone();
-            for line in diagnostic.notes.iter().map(|n| format!("note: {n}")).chain(
-                diagnostic.help.iter().map(|h| format!("help: {h}")),
-            ) {
-                text.push('\n');
-                text.push_str(&line);
-            }
+            let text = full_message(diagnostic);
             json!({
                 "ruleId": diagnostic.code.as_str(),
                 "ruleIndex": codes.iter().position(|c| *c == diagnostic.code).unwrap_or(0),
@@ -76,6 +70,17 @@ pub fn render(diagnostics: &[Diagnostic]) -> String {
     })
 }
 
+/// The message with every note and help line under it, as the text report shows them.
+fn full_message(diagnostic: &Diagnostic) -> String {
+    let mut text = diagnostic.message.clone();
+    let notes = diagnostic.notes.iter().map(|n| format!("note: {n}"));
+    for line in notes.chain(diagnostic.help.iter().map(|h| format!("help: {h}"))) {
+        text.push('\n');
+        text.push_str(&line);
+    }
+    text
+}
+
 fn level(severity: Severity) -> &'static str {
     match severity {
         Severity::Error => "error",
@@ -93,11 +98,7 @@ pub fn github(diagnostics: &[Diagnostic]) -> String {
             Severity::Error => "error",
             Severity::Note => "notice",
         };
-        let mut message = diagnostic.message.clone();
-        for help in &diagnostic.help {
-            message.push_str("\nhelp: ");
-            message.push_str(help);
-        }
+        let message = full_message(diagnostic);
         out.push_str(&format!(
             "::{command} file={},line={},col={},endLine={},endColumn={},title={}::{}\n",
             property(&diagnostic.source.path),
@@ -138,6 +139,7 @@ mod tests {
     fn sample() -> Diagnostic {
         let file = Arc::new(SourceFile::new("book/a,b.md", "x\n  kernl: 1\n"));
         Diagnostic::error(Code::UnknownField, &file, 4..9, "unknown field `kernl`")
+            .with_note("the contract's fields")
             .with_help("did you mean `kernel`?\n100% sure")
     }
 
@@ -168,7 +170,7 @@ mod tests {
         let text = github(&[sample()]);
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(
-            text.starts_with("::error file=book/a%2Cb.md,line=2,col=3,endLine=2,endColumn=8,title=FKC0104%3A unknown field::unknown field `kernl`%0Ahelp: did you mean `kernel`?%0A100%25 sure"),
+            text.starts_with("::error file=book/a%2Cb.md,line=2,col=3,endLine=2,endColumn=8,title=FKC0104%3A unknown field::unknown field `kernl`%0Anote: the contract's fields%0Ahelp: did you mean `kernel`?%0A100%25 sure"),
             "{text}"
         );
     }

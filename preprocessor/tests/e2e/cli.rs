@@ -20,7 +20,7 @@ fn check_json_reports_codes_and_locations() {
     );
     assert!(!out.status.success());
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(report["version"], 1);
+    assert_eq!(report["version"], 2);
     let first = &report["diagnostics"][0];
     assert_eq!(first["code"], "FKC0104");
     assert_eq!(first["file"], "book/seed.md");
@@ -28,6 +28,24 @@ fn check_json_reports_codes_and_locations() {
     assert_eq!(first["column"], 1);
     assert!(first["help"][0].as_str().unwrap().contains("indent"));
     assert!(report["summary"]["errors"].as_u64().unwrap() >= 1);
+    // A failing contract is not verified, and the summary counts what the text lists.
+    let failing = &report["contracts"][0];
+    assert_eq!(failing["failing"], true, "{failing}");
+    assert_eq!(failing["verified"], false, "{failing}");
+    assert_eq!(
+        failing["revision_hash"],
+        serde_json::Value::Null,
+        "{failing}"
+    );
+    let text = stdout(&fkc(&["check", "."], &fixture("flattened-seed")));
+    let summary = &report["summary"];
+    assert!(
+        text.contains(&format!(
+            "mdbook-fkc check: {} contract(s) verified, {} unverified, {} error(s)",
+            summary["verified"], summary["unverified"], summary["errors"]
+        )),
+        "{text}\n{summary}"
+    );
 }
 
 #[test]

@@ -49,7 +49,7 @@ fn errors(dir: &Path) -> Vec<(String, String)> {
     let output = fkc(&["check", "--format", "json"], dir);
     assert!(!output.status.success(), "{}", stdout(&output));
     let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
-    assert_eq!(json["version"], 1, "{json}");
+    assert_eq!(json["version"], 2, "{json}");
     json["diagnostics"]
         .as_array()
         .unwrap()
