@@ -4,6 +4,23 @@
 //! every subcommand, without a dependency. The command line's modules live in `src/cli/`, apart
 //! from the library.
 
+/// `print!` to stdout that stops quietly when the reader has gone (`mdbook-fkc explain X | head`)
+/// instead of panicking on the closed pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `println!` to stdout, as [`out!`] (quiet when the reader has gone).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[path = "cli/args.rs"]
 mod args;
 #[path = "cli/explain.rs"]
@@ -37,11 +54,11 @@ fn main() -> ExitCode {
     text::set_color_choice(parsed.color);
     let result = match parsed.command {
         Command::Help(text) => {
-            println!("{text}");
+            outln!("{text}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Version => {
-            println!("mdbook-fkc {}", env!("CARGO_PKG_VERSION"));
+            outln!("mdbook-fkc {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)
         }
         Command::Protocol => protocol(),
@@ -177,7 +194,7 @@ fn repro(request: &args::Repro) -> Result<ExitCode, String> {
     let at = format!("{}:{}", request.file, request.line);
     match outcome {
         Reproduced::Passed(verdict) => {
-            println!(
+            outln!(
                 "mdbook-fkc repro: {at}: the sample ({}) passes: {verdict}, and the kernel does what the contract says",
                 request.dtype.name()
             );
@@ -186,7 +203,7 @@ fn repro(request: &args::Repro) -> Result<ExitCode, String> {
         Reproduced::Failed(diagnostics) => {
             eprint!("{}", text::render_all(&diagnostics, text::stderr_style()));
             let codes: Vec<String> = diagnostics.iter().map(|d| d.code.to_string()).collect();
-            println!(
+            outln!(
                 "mdbook-fkc repro: {at}: reproduced {} ({})",
                 codes.join(", "),
                 request.dtype.name()
@@ -201,7 +218,7 @@ fn judge(dir: &Path) -> Result<ExitCode, String> {
     let book = load(dir, false)?;
     match mdbook_fkc::judge_book(&book.root, &book.config, &book.book) {
         Ok((path, summary)) => {
-            print!("{summary}");
+            out!("{summary}");
             eprintln!("mdbook-fkc judge: wrote {}", path.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -282,10 +299,10 @@ fn check(
                         .collect(),
                 })
                 .collect();
-            println!("{}", json::render_report(&records, &outcome.diagnostics));
+            outln!("{}", json::render_report(&records, &outcome.diagnostics));
         }
-        Format::Sarif => println!("{}", sarif::render(&outcome.diagnostics)),
-        Format::Github => print!("{}", sarif::github(&outcome.diagnostics)),
+        Format::Sarif => outln!("{}", sarif::render(&outcome.diagnostics)),
+        Format::Github => out!("{}", sarif::github(&outcome.diagnostics)),
         Format::Text => {
             let errors: Vec<Diagnostic> = outcome
                 .diagnostics
@@ -314,14 +331,17 @@ fn check(
                     1 => " (1 claim unchecked)".to_owned(),
                     n => format!(" ({n} claims unchecked)"),
                 };
-                println!(
+                outln!(
                     "{status} {} ({kind}) {}:{} {}{unchecked}",
-                    contract.kernel, contract.file, contract.line, contract.revision_hash
+                    contract.kernel,
+                    contract.file,
+                    contract.line,
+                    contract.revision_hash
                 );
             }
             let unverified = outcome.contracts.iter().filter(|c| !c.verified).count();
             let failing = outcome.contracts.iter().filter(|c| c.failing).count();
-            println!(
+            outln!(
                 "mdbook-fkc check: {} contract(s) verified, {unverified} unverified, {} error(s)",
                 outcome.contracts.len() - unverified - failing,
                 errors.len()

@@ -103,19 +103,19 @@ pub fn run(code: &str, color: ColorChoice) -> Result<ExitCode, String> {
             known.join(", ")
         ));
     };
-    println!(
+    outln!(
         "{}: {}\n\n{}",
         code.as_str(),
         code.title(),
         code.explanation()
     );
     let Some(example) = example(INDEX, code.as_str()) else {
-        println!(
+        outln!(
             "\nThe book's diagnostics index ({INDEX_PATH}) says where this code is proven; it has no inline example."
         );
         return Ok(ExitCode::SUCCESS);
     };
-    println!(
+    outln!(
         "\nExample ({INDEX_PATH}:{}): {}\n\n{}",
         example.fence.0,
         example.prose,
@@ -133,15 +133,15 @@ pub fn run(code: &str, color: ColorChoice) -> Result<ExitCode, String> {
     let style = color.resolve(std::io::stdout().is_terminal(), |name| {
         std::env::var_os(name)
     });
-    println!("What mdbook-fkc says:\n");
+    outln!("What mdbook-fkc says:\n");
     for diagnostic in &found {
-        println!("{}\n", text::render(diagnostic, style));
+        outln!("{}\n", text::render(diagnostic, style));
     }
     let fixes: Vec<&String> = found.iter().flat_map(|d| &d.help).collect();
     if !fixes.is_empty() {
-        println!("How to fix it:");
+        outln!("How to fix it:");
         for fix in fixes {
-            println!("  - {fix}");
+            outln!("  - {fix}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -313,3 +313,20 @@ fn make_executable(path: &std::path::Path) {
 
 #[cfg(not(unix))]
 fn make_executable(_: &std::path::Path) {}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_without_a_panic() {
+    // `mdbook-fkc explain CODE | head -1`: the pipe closes before the output is written.
+    for args in [&["explain", "FKC0407"][..], &["--help"]] {
+        let mut child = std::process::Command::new(fkc_bin())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+}
