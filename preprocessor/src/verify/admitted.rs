@@ -286,11 +286,7 @@ impl Gate<'_> {
         sample: &Sample,
         error: &str,
     ) {
-        let span = self
-            .raw
-            .inputs
-            .first()
-            .map_or(self.raw.kernel.span.clone(), |i| i.span.clone());
+        let (span, label) = self.missing_constraint_at(error);
         let diagnostic = self.error(
             Code::UnderConstrained,
             span,
@@ -299,10 +295,52 @@ impl Gate<'_> {
                 kernel.symbol
             ),
         );
-        diagnostic.label = Some("every constraint holds for the counterexample".to_owned());
+        diagnostic.label = Some(label);
         diagnostic.notes.push(sample_note(dtype.name(), sample));
         diagnostic.notes.push(format!("the kernel says: {error}"));
         diagnostic.help.push("add the constraint the kernel enforces, so the contract admits only what the kernel accepts".to_owned());
+    }
+
+    /// Where the constraint the kernel enforces is missing, and what to say there: the
+    /// parameter or input the kernel's message names (its constraint, or its declaration when it
+    /// has none), else the first output's shape rule, which admitted the sample.
+    fn missing_constraint_at(&self, error: &str) -> (std::ops::Range<usize>, String) {
+        let named = |name: &str| {
+            error.match_indices(name).any(|(at, _)| {
+                let before = error[..at].chars().next_back();
+                let after = error[at + name.len()..].chars().next();
+                let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                !word(before) && !word(after)
+            })
+        };
+        let refused = |name: &str| {
+            format!("the kernel refuses this `{name}`, though every constraint here holds")
+        };
+        let params = self.raw.op_params.iter().flat_map(|p| &p.fields);
+        for field in params.filter(|f| named(&f.name.value)) {
+            let at = field
+                .constraint
+                .as_ref()
+                .map_or(&field.name.span, |c| &c.span);
+            return (at.clone(), refused(&field.name.value));
+        }
+        for input in self.raw.inputs.iter().filter(|i| named(&i.name.value)) {
+            let at = input
+                .shape_constraint
+                .as_ref()
+                .map_or(&input.span, |c| &c.span);
+            return (at.clone(), refused(&input.name.value));
+        }
+        match self.raw.outputs.iter().find_map(|o| o.shape_rule.as_ref()) {
+            Some(rule) => (
+                rule.span.clone(),
+                "this shape rule, and every constraint, admit the counterexample".to_owned(),
+            ),
+            None => (
+                self.raw.kernel.span.clone(),
+                "every constraint holds for the counterexample".to_owned(),
+            ),
+        }
     }
 
     /// The kernel crashed or hung on a sample: never a rejection, always a failure.

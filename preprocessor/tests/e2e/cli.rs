@@ -330,3 +330,20 @@ fn a_reader_that_goes_away_ends_the_output_without_a_panic() {
         assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn an_admitted_sample_the_kernel_refuses_points_at_the_missing_constraint() {
+    // The diagnostics index's FKC0401 example leaves `kernel_size` unconstrained.
+    let out = fkc(&["explain", "FKC0401", "--color", "never"], &repo_root());
+    let text = stdout(&out);
+    let pointed = text
+        .lines()
+        .skip_while(|l| !l.starts_with("error[FKC0401]"))
+        .nth(3)
+        .unwrap_or_default();
+    assert!(pointed.contains("kernel_size: { kind: usize }"), "{text}");
+    assert!(
+        text.contains("the kernel refuses this `kernel_size`, though every constraint here holds"),
+        "{text}"
+    );
+}
