@@ -84,6 +84,7 @@ fn compile(templates: Vec<(String, String)>) -> Result<Tera, RenderError> {
     tera.register_filter("linebreaks_as_entities", linebreaks_as_entities);
     tera.register_filter("code_spans", code_spans);
     tera.register_filter("code_links", code_links);
+    tera.register_filter("hanging_lines", hanging_lines);
     tera.add_raw_templates(templates)
         .map_err(|error| RenderError(describe_tera_error(&error)))?;
     Ok(tera)
@@ -260,6 +261,61 @@ fn linebreaks_as_entities(
     Ok(tera::Value::String(text.replace('\n', "&#10;")))
 }
 
+/// A diagnostic's (escaped) lines, each a block that wraps with a hanging indent: a wrapped
+/// line goes on under its own text, right of the `782 | ` gutter or the `= note: ` label, so
+/// the report reads at any width without scrolling. Use with `| safe`.
+fn hanging_lines(
+    value: &tera::Value,
+    _: &HashMap<String, tera::Value>,
+) -> tera::Result<tera::Value> {
+    let text = tera::try_get_value!("hanging_lines", "value", String, value);
+    let lines = text.trim_end_matches('\n').split('\n').map(|line| {
+        let shown = if line.is_empty() { " " } else { line };
+        format!(
+            "<span class=\"fkc-dline\" style=\"--i:{}\">{shown}</span>",
+            hanging_indent(&visible(line))
+        )
+    });
+    Ok(tera::Value::String(lines.collect()))
+}
+
+/// The characters of an HTML line a reader sees at its start (tags dropped).
+fn visible(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where a report line's wrapped continuation starts: after the snippet gutter (`782 | `), the
+/// `= note: `/`= help: ` label or the `--> ` arrow; two columns in otherwise.
+fn hanging_indent(line: &str) -> usize {
+    let body = line.trim_start();
+    let lead = line.chars().count() - body.chars().count();
+    if let Some(rest) = body.strip_prefix("= ")
+        && let Some(colon) = rest.find(": ").filter(|at| *at <= 8)
+    {
+        return lead + 2 + rest[..colon].chars().count() + 2;
+    }
+    if body.starts_with("-->") {
+        return lead + 4;
+    }
+    let after_number = body
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start();
+    if after_number.starts_with('|') {
+        return line.chars().count() - after_number.chars().count() + 2;
+    }
+    2
+}
+
 /// Escapes text for HTML, then turns each `backticked` span into `<code>` (for generated
 /// sentences such as the gate's evidence). Use with `| safe`.
 fn code_spans(value: &tera::Value, _: &HashMap<String, tera::Value>) -> tera::Result<tera::Value> {
@@ -313,6 +369,33 @@ pub fn shape_for_markdown(html: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn report_lines_wrap_under_their_own_text() {
+        assert_eq!(hanging_indent("782 |     - { name: x }"), 6);
+        assert_eq!(hanging_indent("    |       ^ every constraint"), 6);
+        assert_eq!(
+            hanging_indent("    = note: counterexample (shrunk, F32): x"),
+            12
+        );
+        assert_eq!(
+            hanging_indent("    = help: reproduce: mdbook-fkc repro"),
+            12
+        );
+        assert_eq!(hanging_indent("   --> book/a.md:3:4"), 7);
+        assert_eq!(hanging_indent("error[FKC0401]: the contract admits"), 2);
+        let value = tera::Value::String(
+            "error[<a href=\"i#fkc0401\">FKC0401</a>]: x\n\n  = note: a &lt; b\n".to_owned(),
+        );
+        let html = hanging_lines(&value, &HashMap::new()).unwrap();
+        let html = html.as_str().unwrap();
+        assert!(!html.contains('\n'), "{html}");
+        assert_eq!(html.matches("class=\"fkc-dline\"").count(), 3, "{html}");
+        assert!(
+            html.contains("style=\"--i:10\">  = note: a &lt; b</span>"),
+            "{html}"
+        );
+    }
 
     #[test]
     fn shaped_html_has_no_blank_lines_or_directives() {

@@ -42,8 +42,9 @@
           wide.push(describe(el) + ": " + Math.round(r.left) + ".." + Math.round(r.right) +
             " outside the column " + Math.round(m.left) + ".." + Math.round(m.right));
         }
-        // A code block may scroll (diagnostics keep their carets under the code); nothing else.
-        var scroller = el.tagName === "PRE";
+        // A code block of the book's own Markdown may scroll (mdBook's style); nothing the
+        // preprocessor renders may: its diagnostics and sources wrap.
+        var scroller = el.tagName === "PRE" && !el.closest(".fkc-card");
         if (!scroller && el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1) {
           wide.push(describe(el) + ": content " + el.scrollWidth + " px in " + el.clientWidth + " px");
         }
