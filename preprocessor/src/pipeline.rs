@@ -739,6 +739,23 @@ impl<'r> BookChecker<'r> {
         })
     }
 
+    /// The card of a contract that failed: what it claims, marked failing, with nothing
+    /// claimed as verified (its own anchor suffixed, the error box above holds the contract's).
+    fn failing_card(&self, page: &Page<'_>, raw: &RawContract) -> Result<String, RenderError> {
+        let at = page.source.line_col(page.fence.block.start);
+        let location = format!("{}:{}", page.source.path, at.line);
+        let mut view = contract_view(raw, &page.fence.body, location);
+        view.anchor = format!("{}-card", view.anchor);
+        view.badges.insert(
+            0,
+            crate::render::view::Badge {
+                label: "failing: see the error above".to_owned(),
+                kind: "error",
+            },
+        );
+        self.html(|r| r.contract(&view))
+    }
+
     /// A contract that fails: an error box (with an id, so the page's banner and the inventory
     /// can link to it), and — when its kernel name could be read — a failing summary.
     fn failure(
@@ -775,8 +792,12 @@ impl<'r> BookChecker<'r> {
             link: String::new(),
         });
         let href = self.index_href(page.prefix);
-        let mut html =
-            self.html(|r| r.diagnostics_linked(&text, None, Some(&fence.body), &href))?;
+        // A contract that was read keeps its card under the error box (which then needs no
+        // copy of the source: the card has it).
+        let card = raw.map(|raw| self.failing_card(page, raw)).transpose()?;
+        let source = card.is_none().then_some(fence.body.as_str());
+        let mut html = self.html(|r| r.diagnostics_linked(&text, None, source, &href))?;
+        html.push_str(card.as_deref().unwrap_or_default());
         if let Some(summary) = &summary
             && !html.is_empty()
         {

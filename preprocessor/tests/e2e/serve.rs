@@ -49,6 +49,21 @@ fn a_failing_contract_is_seen_from_the_top_of_its_page_and_in_the_inventory() {
     assert!(banner < intro, "the banner is not at the top of the page");
     assert!(html.contains("<a href=\"#fkc-bad-pool\"><code>bad_pool</code></a>"));
     assert!(html.contains("<div id=\"fkc-bad-pool\">"));
+    // The failing contract keeps its card, under the error box, marked failing and verifying
+    // nothing.
+    let error_box = html.find("<div id=\"fkc-bad-pool\">").unwrap();
+    let card = html.find("id=\"fkc-bad-pool-card\"").expect("no card");
+    assert!(error_box < card, "the card is above its error box");
+    let card_html = &html[card..];
+    let card_html = &card_html[..card_html.find("</details>").unwrap()];
+    assert!(
+        card_html.contains("failing: see the error above"),
+        "{card_html}"
+    );
+    assert!(
+        !card_html.contains("Verified when this page was built"),
+        "{card_html}"
+    );
     assert!(html.contains("<a class=\"fkc-permalink\" href=\"#fkc-good-pool\""));
     assert!(html.contains("error[FKC0307]"), "one kernel, two contracts");
     assert!(
