@@ -26,6 +26,10 @@ pub enum Command {
         no_cache: bool,
     },
     Explain(String),
+    /// Set a book up for mdbook-fkc (or write a new one with a first contract).
+    Init {
+        dir: PathBuf,
+    },
     /// Time every contract's kernels and write the calibration file beside the book.
     Judge {
         dir: PathBuf,
@@ -75,6 +79,7 @@ Usage: mdbook-fkc [COMMAND] [OPTIONS]
 Commands:
   (none)              run as an mdBook preprocessor (book JSON on stdin/stdout)
   supports RENDERER   tell mdBook whether RENDERER is supported (always yes)
+  init [DIR]          add [preprocessor.fkc] to DIR's book.toml, or write a new book there
   build [DIR]         build the book in DIR in-process, checking every contract
   check [DIR]         check every contract without rendering (the CI gate)
   explain CODE        explain a diagnostic code, with a failing example and its fix
@@ -133,6 +138,14 @@ diagnostics index), what mdbook-fkc says about it, and how to fix it.
 Usage: mdbook-fkc explain CODE
 
 Example: mdbook-fkc explain FKC0104";
+
+pub const INIT_HELP: &str = "\
+Set the book in DIR (default .) up for mdbook-fkc: add the [preprocessor.fkc] table to its
+book.toml. Where DIR holds no book yet, write one: book.toml, src/SUMMARY.md and a chapter with a
+first contract (the built-in reference backend's max_pool2d), which `mdbook build` verifies.
+When mdbook-fkc is not on PATH, the table names this binary as its `command`.
+
+Usage: mdbook-fkc init [DIR]";
 
 pub const JUDGE_HELP: &str = "\
 Time every verified contract's kernel of the book in DIR (default .) on a ladder of sizes from
@@ -218,6 +231,7 @@ fn help_of(command: &str) -> Option<&'static str> {
         "check" => CHECK_HELP,
         "explain" => EXPLAIN_HELP,
         "judge" => JUDGE_HELP,
+        "init" => INIT_HELP,
         "repro" => REPRO_HELP,
         "help" => MAIN_HELP,
         _ => return None,
@@ -226,7 +240,7 @@ fn help_of(command: &str) -> Option<&'static str> {
 
 /// The subcommands, for did-you-mean.
 const COMMANDS: &[&str] = &[
-    "supports", "build", "check", "explain", "judge", "repro", "help",
+    "supports", "init", "build", "check", "explain", "judge", "repro", "help",
 ];
 
 /// Each subcommand's options (with the global `--color`), for did-you-mean.
@@ -281,6 +295,9 @@ fn subcommand(name: &str, tail: &[&str]) -> Result<Command, String> {
         },
         "build" => build(tail),
         "check" => check(tail),
+        "init" => Ok(Command::Init {
+            dir: walk("init", tail, |_, _| Ok(None))?,
+        }),
         "judge" => Ok(Command::Judge {
             dir: walk("judge", tail, |_, _| Ok(None))?,
         }),
@@ -640,6 +657,13 @@ mod tests {
             parse_line("help --help").unwrap().command,
             Command::Help(MAIN_HELP)
         );
+        assert_eq!(
+            parse_line("init book").unwrap().command,
+            Command::Init {
+                dir: PathBuf::from("book")
+            }
+        );
+        assert!(error("int").contains("did you mean `init`?"));
         let deny = parse_line("check --deny empty").unwrap().command;
         assert!(matches!(deny, Command::Check { deny, .. } if deny.empty));
     }

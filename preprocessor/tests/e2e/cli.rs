@@ -347,3 +347,58 @@ fn an_admitted_sample_the_kernel_refuses_points_at_the_missing_constraint() {
         "{text}"
     );
 }
+
+#[test]
+fn init_writes_a_book_whose_first_contract_verifies_under_real_mdbook() {
+    let dir = temp_dir("init").join("contracts");
+    let out = fkc(&["init", &dir.display().to_string()], &repo_root());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let toml = std::fs::read_to_string(dir.join("book.toml")).unwrap();
+    assert!(toml.contains("[preprocessor.fkc]"), "{toml}");
+    let build = real_mdbook_build(&dir);
+    assert!(build.status.success(), "{}", stderr(&build));
+    let checked = fkc(&["check"], &dir);
+    assert!(checked.status.success(), "{}", stderr(&checked));
+    assert!(
+        stdout(&checked)
+            .contains("mdbook-fkc check: 1 contract(s) verified, 0 unverified, 0 error(s)"),
+        "{}",
+        stdout(&checked)
+    );
+    // Each lie the chapter suggests fails with the code it names.
+    let chapter = dir.join("src/first-contract.md");
+    let text = std::fs::read_to_string(&chapter).unwrap();
+    for (from, to, code) in [
+        ("\"stride > 0\"", "\"stride > 1\"", "FKC0402"),
+        ("\"kernel_size > 0 &&", "\"kernel_size >= 0 &&", "FKC0401"),
+        ("nan: ignore #", "nan: propagate #", "FKC0409"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&chapter, text.replacen(from, to, 1)).unwrap();
+        let lied = fkc(&["check"], &dir);
+        assert!(
+            stderr(&lied).contains(&format!("error[{code}]")),
+            "{to}: {}",
+            stderr(&lied)
+        );
+    }
+    // On a book of its own, init adds the table and nothing else.
+    let plain = fixture_book("no-contracts");
+    let toml = plain.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, &text[..text.find("[preprocessor.fkc]").unwrap()]).unwrap();
+    let out = fkc(&["init"], &plain);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(&toml)
+            .unwrap()
+            .contains("[preprocessor.fkc]")
+    );
+    assert!(!plain.join("src").exists());
+    let again = fkc(&["init"], &plain);
+    assert!(
+        stdout(&again).contains("nothing to do"),
+        "{}",
+        stdout(&again)
+    );
+}
