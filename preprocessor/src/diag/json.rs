@@ -1,5 +1,6 @@
 //! Renders a check's outcome as JSON for machines (`mdbook-fkc check --format json`): a
-//! versioned object `{"version": 1, "tool", "contracts", "diagnostics", "summary"}`. Each
+//! versioned object `{"version": 2, "tool", "contracts", "diagnostics", "summary"}`, whose JSON
+//! Schema is `preprocessor/schema/check-report.json`. Each
 //! diagnostic is one object with its code, severity, message, file, line, column, labels, notes
 //! and help; each contract carries its revision hash, whether it was verified or fails, and the
 //! evidence the gate produced.

@@ -402,3 +402,53 @@ fn init_writes_a_book_whose_first_contract_verifies_under_real_mdbook() {
         stdout(&again)
     );
 }
+
+/// The errors `preprocessor/schema/check-report.json` finds in `report` (Python's `jsonschema`).
+fn schema_errors(report: &str) -> Vec<String> {
+    let schema = repo_root().join("preprocessor/schema/check-report.json");
+    let script = "import json, sys, jsonschema\n\
+        schema = json.load(open(sys.argv[1]))\n\
+        jsonschema.Draft202012Validator.check_schema(schema)\n\
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(json.load(sys.stdin)):\n    print(e.json_path, e.message)\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&schema)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs the schema check (it needs the `jsonschema` package)");
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(report.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out).lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn check_json_validates_against_its_schema_passing_failing_and_spec_first() {
+    for dir in [
+        repo_root(),
+        fixture("flattened-seed"),
+        fixture("spec-first"),
+    ] {
+        let out = fkc(&["check", "--format", "json"], &dir);
+        let report = stdout(&out);
+        assert_eq!(
+            schema_errors(&report),
+            Vec::<String>::new(),
+            "{}",
+            dir.display()
+        );
+    }
+    // The schema holds the report to its word: a failing contract cannot be verified.
+    let out = fkc(&["check", "--format", "json"], &fixture("flattened-seed"));
+    let mut report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    report["contracts"][0]["verified"] = serde_json::Value::Bool(true);
+    assert!(!schema_errors(&report.to_string()).is_empty());
+}
