@@ -452,3 +452,27 @@ fn check_json_validates_against_its_schema_passing_failing_and_spec_first() {
     report["contracts"][0]["verified"] = serde_json::Value::Bool(true);
     assert!(!schema_errors(&report.to_string()).is_empty());
 }
+
+#[test]
+fn the_getting_started_chapter_quotes_what_init_and_check_really_print() {
+    let chapter = std::fs::read_to_string(repo_root().join("book/getting-started.md")).unwrap();
+    let dir = temp_dir("getting-started").join("my-kernels");
+    assert!(
+        fkc(&["init", &dir.display().to_string()], &repo_root())
+            .status
+            .success()
+    );
+    let first = dir.join("src/first-contract.md");
+    let text = std::fs::read_to_string(&first).unwrap();
+    std::fs::write(&first, text.replacen("\"stride > 0\"", "\"stride > 1\"", 1)).unwrap();
+    let report = stderr(&fkc(&["check", "--color", "never"], &dir));
+    for line in report
+        .lines()
+        .filter(|l| l.starts_with("error[") || l.contains("help: reproduce:"))
+    {
+        assert!(
+            chapter.contains(line),
+            "the chapter does not quote `{line}`"
+        );
+    }
+}
