@@ -679,7 +679,7 @@ impl<'r> BookChecker<'r> {
         let (worked, book) = (evidence.worked.as_ref(), page.book);
         crate::render::plan::attach(&mut view, raw, worked, book, page.prefix);
         view.verified_with = format!(
-            "mdbook-fkc {}, seed {:#x}, {} samples",
+            "mdbook-fkc {}, seed {:#x}, samples = {}: drawn per contract, then edge, coverage and grown samples on top, as the domain row counts them",
             env!("CARGO_PKG_VERSION"),
             self.verify.seed,
             self.verify.samples

@@ -22,6 +22,39 @@ pub struct Example<'a> {
 }
 
 /// Finds the first `should_fail=CODE` fence of `code` in the index.
+/// What the index says of a code it proves outside the book (by the test suite, or a flag of
+/// `check`): (line, the words), as the code's clause in its list — with the list's lead — or
+/// the sentence that names it.
+pub fn mention(index: &str, code: &str) -> Option<(usize, String)> {
+    let lines: Vec<&str> = index.lines().collect();
+    let at = lines.iter().position(|line| line.contains(code))?;
+    let blank = |line: &&str| line.trim().is_empty();
+    let start = lines
+        .get(..at)?
+        .iter()
+        .rposition(blank)
+        .map_or(0, |i| i + 1);
+    let end = lines
+        .get(at..)?
+        .iter()
+        .position(blank)
+        .map_or(lines.len(), |i| at + i);
+    let paragraph = lines.get(start..end)?.join(" ");
+    let from = paragraph.find(code)?;
+    let (before, rest) = paragraph.split_at(from);
+    let said = match (rest.find(" ("), rest.find(')'), before.find(": ")) {
+        (Some(open), Some(close), Some(lead)) if open == code.len() && close > open => {
+            format!("{}: … {}.", &before[..lead], &rest[..=close])
+        }
+        _ => {
+            let sentence_start = before.rfind(". ").map_or(0, |i| i + 2);
+            let sentence_end = rest.find(". ").map_or(rest.len(), |i| i + 1);
+            format!("{}{}", &before[sentence_start..], &rest[..sentence_end])
+        }
+    };
+    Some((at + 1, said))
+}
+
 pub fn example<'a>(index: &'a str, code: &str) -> Option<Example<'a>> {
     let lines: Vec<&str> = index.lines().collect();
     let open = lines.iter().position(|line| {
@@ -110,9 +143,14 @@ pub fn run(code: &str, color: ColorChoice) -> Result<ExitCode, String> {
         code.explanation()
     );
     let Some(example) = example(INDEX, code.as_str()) else {
-        outln!(
-            "\nThe book's diagnostics index ({INDEX_PATH}) says where this code is proven; it has no inline example."
-        );
+        match mention(INDEX, code.as_str()) {
+            Some((line, said)) => outln!(
+                "\nThe diagnostics index ({INDEX_PATH}:{line}) has no inline example of it, and says where it is proven: {said}"
+            ),
+            None => {
+                outln!("\nThe book's diagnostics index ({INDEX_PATH}) has no example of this code.")
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     };
     outln!(
@@ -178,5 +216,31 @@ mod tests {
         assert_eq!(chapter.lines().nth(marked), INDEX.lines().nth(marked));
         assert!(!chapter.contains("should_fail"));
         assert!(chapter.starts_with("---\nfkc_version: 1"));
+    }
+
+    #[test]
+    fn every_code_has_an_example_or_says_where_it_is_proven() {
+        let (line, said) = mention(INDEX, "FKC0413").unwrap();
+        assert!(INDEX.lines().nth(line - 1).unwrap().contains("FKC0413"));
+        assert!(
+            said.contains("proven by the test suite on fixture books"),
+            "{said}"
+        );
+        assert!(
+            said.ends_with("FKC0413 (a kernel panicked, aborted, overflowed its stack or exited)."),
+            "{said}"
+        );
+        let (_, said) = mention(INDEX, "FKC0005").unwrap();
+        assert!(
+            said.starts_with("FKC0005 is raised by `mdbook-fkc check --deny unverified`"),
+            "{said}"
+        );
+        for code in mdbook_fkc::diag::Code::ALL {
+            let code = code.as_str();
+            assert!(
+                example(INDEX, code).is_some() || mention(INDEX, code).is_some(),
+                "{code}: neither an example nor a word in the diagnostics index"
+            );
+        }
     }
 }
