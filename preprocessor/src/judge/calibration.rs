@@ -124,6 +124,36 @@ pub fn verdict_rule() -> String {
     )
 }
 
+/// A fit's verdict in words: each residual beside its own limit, and which formulas explain
+/// the time (one that explains none of it is named, so a fit through the other alone does not
+/// read as both fitting).
+pub fn fit_reason(record: &FitRecord) -> String {
+    let (rms, worst) = (record.rms_relative_residual, record.worst_relative_residual);
+    let poor = rms > POOR_RMS || worst > POOR_WORST;
+    let residuals = format!(
+        "relative residuals {:.1} % RMS (limit {:.0} %), {:.1} % worst (limit {:.0} %)",
+        rms * 100.0,
+        POOR_RMS * 100.0,
+        worst * 100.0,
+        POOR_WORST * 100.0
+    );
+    if poor {
+        return format!(
+            "the formulas do not explain the measured times: {residuals} — a prior of the wrong shape, such as one that forgets padding or a fast path"
+        );
+    }
+    match (record.gflop_per_s, record.gb_per_s) {
+        (None, Some(_)) => format!(
+            "`bytes_moved` alone explains the measured times, `flops` none of them: {residuals}"
+        ),
+        (Some(_), None) => format!(
+            "`flops` alone explains the measured times, `bytes_moved` none of them: {residuals}"
+        ),
+        (None, None) => format!("only the fixed overhead explains the measured times: {residuals}"),
+        (Some(_), Some(_)) => format!("the formulas explain the measured times: {residuals}"),
+    }
+}
+
 /// Fits `ladder` and judges the fit: (fit, residuals, verdict, reason).
 pub fn judge_fit(ladder: &[LadderPoint]) -> (Option<FitRecord>, Vec<f64>, &'static str, String) {
     let points: Vec<Point> = ladder.iter().map(LadderPoint::point).collect();
@@ -160,29 +190,12 @@ pub fn judge_fit(ladder: &[LadderPoint]) -> (Option<FitRecord>, Vec<f64>, &'stat
         rms_relative_residual: round(rms, 4),
         worst_relative_residual: round(worst, 4),
     };
-    let (verdict, reason) = if rms > POOR_RMS || worst > POOR_WORST {
-        (
-            "poor",
-            format!(
-                "the formulas do not explain the measured times: relative residuals {:.0} % RMS, {:.0} % worst (limits {:.0} % and {:.0} %) — a prior of the wrong shape, such as one that forgets padding or a fast path",
-                rms * 100.0,
-                worst * 100.0,
-                POOR_RMS * 100.0,
-                POOR_WORST * 100.0
-            ),
-        )
+    let verdict = if rms > POOR_RMS || worst > POOR_WORST {
+        "poor"
     } else {
-        (
-            "good",
-            format!(
-                "the formulas explain the measured times: relative residuals {:.1} % RMS, {:.1} % worst (limits {:.0} % and {:.0} %)",
-                rms * 100.0,
-                worst * 100.0,
-                POOR_RMS * 100.0,
-                POOR_WORST * 100.0
-            ),
-        )
+        "good"
     };
+    let reason = fit_reason(&record);
     (Some(record), residuals, verdict, reason)
 }
 

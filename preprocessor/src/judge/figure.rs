@@ -15,7 +15,7 @@ pub struct JudgeView {
     /// The log-log figure (already escaped).
     pub svg: Option<String>,
     pub caption: String,
-    /// `good`, `poor` or `not fitted`.
+    /// `good`, `partial` (a good fit through one formula alone), `poor` or `not fitted`.
     pub verdict: String,
     /// The verdict in words.
     pub reason: String,
@@ -86,10 +86,24 @@ pub fn view(calibration: &Calibration, kernel: &str, revision_hash: &str) -> Opt
             judged.ladder.len(),
             judged.axis
         ),
-        verdict: judged.verdict.clone(),
+        verdict: shown_verdict(judged),
         reason: judged.reason.clone(),
         rows,
     })
+}
+
+/// The verdict a page shows: `partial` for a good fit through one formula alone (the other
+/// explaining none of the time), else the file's.
+fn shown_verdict(judged: &Judged) -> String {
+    match &judged.fit {
+        Some(fit)
+            if judged.verdict == "good"
+                && (fit.gflop_per_s.is_none() || fit.gb_per_s.is_none()) =>
+        {
+            "partial".to_owned()
+        }
+        _ => judged.verdict.clone(),
+    }
 }
 
 /// A contract's page HTML with its measured cost added (before the contract's source, or at the
