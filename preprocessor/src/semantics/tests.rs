@@ -669,7 +669,7 @@ fn the_format_reference_states_the_grammar_the_parser_reads() {
         })
         .map(|line| format!("{line}\n"))
         .collect::<String>()
-        .trim_end_matches(|c| c == '/' || c == '!' || c == '\n')
+        .trim_end_matches(['/', '!', '\n'])
         .to_owned();
     assert!(
         documented.contains("program   = { statement }"),

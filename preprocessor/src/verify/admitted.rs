@@ -316,15 +316,15 @@ impl Gate<'_> {
         let refused = |name: &str| {
             format!("the kernel refuses this `{name}`, though every constraint here holds")
         };
-        let params = self.raw.op_params.iter().flat_map(|p| &p.fields);
-        for field in params.filter(|f| named(&f.name.value)) {
+        let mut params = self.raw.op_params.iter().flat_map(|p| &p.fields);
+        if let Some(field) = params.find(|f| named(&f.name.value)) {
             let at = field
                 .constraint
                 .as_ref()
                 .map_or(&field.name.span, |c| &c.span);
             return (at.clone(), refused(&field.name.value));
         }
-        for input in self.raw.inputs.iter().filter(|i| named(&i.name.value)) {
+        if let Some(input) = self.raw.inputs.iter().find(|i| named(&i.name.value)) {
             let at = input
                 .shape_constraint
                 .as_ref()
