@@ -37,6 +37,7 @@ mod judge;
 mod pipeline;
 pub mod preprocessor;
 pub mod providers;
+mod quote;
 mod render;
 pub mod report;
 mod resolve;

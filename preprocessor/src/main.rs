@@ -25,6 +25,8 @@ macro_rules! outln {
 mod args;
 #[path = "cli/explain.rs"]
 mod explain;
+#[path = "cli/init.rs"]
+mod init;
 
 /// mimalloc instead of the system allocator: a cold build of this repository's book allocates
 /// and frees many small buffers (samples, operands, HTML), and spent about a sixth of its CPU
@@ -76,7 +78,7 @@ fn main() -> ExitCode {
             no_cache,
         } => check(&dir, format, deny, no_cache),
         Command::Explain(code) => explain::run(&code, parsed.color),
-        Command::Init { dir } => init(&dir),
+        Command::Init { dir, provider } => init::init(&dir, provider.as_deref()),
         Command::Judge { dir } => judge(&dir),
         Command::Repro(request) => repro(&request),
     };
@@ -157,81 +159,6 @@ fn without_cache(book: &mut MDBook) -> Result<(), String> {
     book.config
         .set("preprocessor.fkc.cache", false)
         .map_err(|error| format!("cannot turn the cache off: {error:#}"))
-}
-
-/// The chapter `init` writes into a new book.
-const FIRST_CONTRACT: &str = include_str!("../templates/init/first-contract.md");
-
-/// `mdbook-fkc init`: the `[preprocessor.fkc]` table added to DIR's book.toml, or a new book with
-/// a first contract where DIR holds none.
-fn init(dir: &Path) -> Result<ExitCode, String> {
-    let write = |path: &Path, text: &str| {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-        }
-        std::fs::write(path, text)
-            .map_err(|error| format!("cannot write {}: {error}", path.display()))
-    };
-    let toml = dir.join("book.toml");
-    let table = preprocessor_table();
-    if toml.is_file() {
-        let text = std::fs::read_to_string(&toml)
-            .map_err(|error| format!("cannot read {}: {error}", toml.display()))?;
-        if text.lines().any(|l| l.trim() == "[preprocessor.fkc]") {
-            outln!(
-                "mdbook-fkc init: {} already has [preprocessor.fkc]; nothing to do",
-                toml.display()
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-        write(&toml, &format!("{}\n\n{table}", text.trim_end()))?;
-        outln!(
-            "mdbook-fkc init: added [preprocessor.fkc] to {}; write a ```fkc contract in a chapter and run `mdbook build`",
-            toml.display()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let summary = dir.join("src/SUMMARY.md");
-    let chapter = dir.join("src/first-contract.md");
-    if summary.exists() || chapter.exists() {
-        return Err(format!(
-            "{} has a src/ of its own but no book.toml: write its book.toml first (or run `mdbook init`), then `mdbook-fkc init` again",
-            dir.display()
-        ));
-    }
-    write(
-        &toml,
-        &format!("[book]\ntitle = \"Kernel contracts\"\nsrc = \"src\"\n\n{table}"),
-    )?;
-    write(
-        &summary,
-        "# Summary\n\n- [My first contract](first-contract.md)\n",
-    )?;
-    write(&chapter, FIRST_CONTRACT)?;
-    outln!(
-        "mdbook-fkc init: wrote a book in {} with one contract (src/first-contract.md); run `mdbook build` there",
-        dir.display()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The `[preprocessor.fkc]` table `init` writes: with this binary as `command` unless
-/// `mdbook-fkc` is on PATH (where mdBook finds it by name).
-fn preprocessor_table() -> String {
-    let on_path = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join("mdbook-fkc").is_file())
-    });
-    let command = match std::env::current_exe() {
-        Ok(exe) if !on_path => format!(
-            "command = {:?} # this mdbook-fkc; drop the line once mdbook-fkc is on PATH\n",
-            exe.display().to_string()
-        ),
-        _ => String::new(),
-    };
-    format!(
-        "[preprocessor.fkc]\n{command}before = [\"links\", \"index\"] # first, so diagnostics point at your own file and line\n"
-    )
 }
 
 /// Opens a page with `$BROWSER` when set, otherwise the platform's opener.

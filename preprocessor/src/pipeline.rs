@@ -12,6 +12,7 @@ use crate::contract::resolved::resolve_expressions;
 use crate::diag::text::{self, Style};
 use crate::diag::{Code, Diagnostic, has_errors};
 use crate::providers::{Provider, Providers};
+use crate::quote;
 use crate::render::decorate::decorate;
 use crate::render::plan::BookContracts;
 use crate::render::view::{contract_view, provider_view};
@@ -121,6 +122,9 @@ struct FenceOutcome {
     html: String,
     diagnostics: Vec<Diagnostic>,
     summary: Option<ContractSummary>,
+    /// A `should_fail` fence that failed as marked: the samples its errors name, for errata
+    /// that quote them.
+    samples: Option<Vec<(Code, String)>>,
 }
 
 impl<'r> BookChecker<'r> {
@@ -380,11 +384,19 @@ impl<'r> BookChecker<'r> {
         let content = source.text.as_str();
         let first_fence = prepared.first().map(|p| p.fence.block.start);
         let mut fence_html = Vec::new();
+        let mut failed_fences = Vec::new();
         for (prepared, outcome) in prepared.iter().zip(outcomes) {
             let outcome = outcome?;
             report.diagnostics.extend(outcome.diagnostics);
             report.contracts.extend(outcome.summary);
-            fence_html.push((prepared.fence.block.clone(), outcome.html));
+            let block = prepared.fence.block.clone();
+            if prepared.fence.attributes.should_fail.is_some() {
+                failed_fences.push(quote::FailedFence {
+                    end: block.end,
+                    samples: outcome.samples,
+                });
+            }
+            fence_html.push((block, Piece::Block(outcome.html)));
         }
         let mut prelude = self.html(Renderer::style)?;
         let failing: Vec<&ContractSummary> =
@@ -396,16 +408,20 @@ impl<'r> BookChecker<'r> {
             prelude.push_str(&self.html(|r| r.provider(&provider_view(front)))?);
         }
         // The banner and the provider card go under the chapter's title when it comes first.
-        let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
+        let mut replacements: Vec<(Range<usize>, Piece)> = Vec::new();
         let body_start = front_block.as_ref().map_or(0, |block| block.block.end);
         if let Some(block) = &front_block {
-            replacements.push((block.block.clone(), String::new()));
+            replacements.push((block.block.clone(), Piece::Block(String::new())));
         }
         let after_title = title_end(content, body_start)
             .filter(|end| first_fence.is_none_or(|start| *end <= start));
         let at = after_title.unwrap_or(body_start);
-        replacements.push((at..at, prelude));
+        replacements.push((at..at, Piece::Block(prelude)));
         replacements.extend(fence_html);
+        let (quotes, unfilled) = quote::fill(&source, body_start, &failed_fences);
+        report.diagnostics.extend(unfilled);
+        replacements.extend(quotes.into_iter().map(|(at, q)| (at, Piece::Inline(q))));
+        replacements.sort_by_key(|(range, _)| range.start);
         report.content = self
             .renderer
             .is_some()
@@ -729,6 +745,7 @@ impl<'r> BookChecker<'r> {
         let hash = &resolved.revision_hash;
         let kernel = &raw.kernel.value;
         Ok(FenceOutcome {
+            samples: None,
             html: self.html(|r| {
                 crate::judge::figure::attach(r.contract(&view)?, calibration, kernel, hash, |j| {
                     r.judge(j)
@@ -805,6 +822,7 @@ impl<'r> BookChecker<'r> {
             html = format!("<div id=\"{}\">\n{html}</div>", summary.anchor);
         }
         Ok(FenceOutcome {
+            samples: None,
             html,
             diagnostics,
             summary,
@@ -826,6 +844,7 @@ impl<'r> BookChecker<'r> {
         if actual == wanted {
             let text = text::render_each(&errors, Style::Plain);
             return Ok(FenceOutcome {
+                samples: Some(quote::samples_of(&errors)),
                 html: self.html(|r| {
                     r.diagnostics_linked(&text, Some(expected), Some(&fence.body), &href)
                 })?,
@@ -864,6 +883,7 @@ impl<'r> BookChecker<'r> {
         }
         let text = text::render_each(std::slice::from_ref(&mismatch), Style::Plain);
         Ok(FenceOutcome {
+            samples: None,
             html: self.html(|r| r.diagnostics_linked(&text, None, Some(&fence.body), &href))?,
             diagnostics: vec![mismatch],
             summary: None,
@@ -1173,15 +1193,27 @@ fn attribute_errors(source: &Arc<SourceFile>, fence: &Fence) -> Vec<Diagnostic> 
 }
 
 /// Rebuilds `content` with each range replaced (ranges are in order and do not overlap).
-fn splice(content: &str, replacements: &[(Range<usize>, String)]) -> String {
+/// What replaces a range of the chapter: a block of HTML on lines of its own, or inline
+/// Markdown within a line of prose.
+enum Piece {
+    Block(String),
+    Inline(String),
+}
+
+fn splice(content: &str, replacements: &[(Range<usize>, Piece)]) -> String {
     let mut out = String::with_capacity(content.len() * 2);
     let mut cursor = 0;
-    for (range, html) in replacements {
+    for (range, piece) in replacements {
         out.push_str(content.get(cursor..range.start).unwrap_or(""));
         cursor = range.end.max(cursor);
-        if html.is_empty() {
-            continue;
-        }
+        let html = match piece {
+            Piece::Inline(markdown) => {
+                out.push_str(markdown);
+                continue;
+            }
+            Piece::Block(html) if html.is_empty() => continue,
+            Piece::Block(html) => html,
+        };
         // A fence inside a block quote or a list item starts after its container's prefix
         // (`> `, indentation): every line of the HTML carries the same prefix, so the HTML
         // stays inside the container.

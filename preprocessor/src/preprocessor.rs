@@ -105,13 +105,15 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
     let providers = Providers::budgeted(options.providers.clone(), Some(options.build_budget()));
+    let calibration = crate::judge::calibration::beside(root);
     let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
         .with_cache(options.cache(root, &config.book.src).map_err(Error::msg)?)
         .with_jobs(options.jobs)
-        .with_calibration(crate::judge::calibration::beside(root))
+        .with_calibration(calibration.clone())
         .link_codes_to(diagnostics_index(book));
     let outcome = run_chapters(&mut checker, options.on_failure, config, book)?;
-    insert_inventory(book, &renderer, &outcome.contracts).map_err(Error::new)?;
+    insert_inventory(book, &renderer, &outcome.contracts, calibration.as_ref())
+        .map_err(Error::new)?;
     Ok(outcome)
 }
 
@@ -271,6 +273,7 @@ fn insert_inventory(
     book: &mut Book,
     renderer: &Renderer,
     contracts: &[ContractSummary],
+    calibration: Option<&crate::judge::calibration::Calibration>,
 ) -> std::result::Result<(), crate::render::RenderError> {
     let mut failure = None;
     book.for_each_mut(|item| {
@@ -285,7 +288,7 @@ fn insert_inventory(
             .as_ref()
             .map_or(0, |p| p.components().count().saturating_sub(1));
         let prefix = "../".repeat(depth);
-        match renderer.inventory(contracts, &prefix) {
+        match renderer.inventory(contracts, calibration, &prefix) {
             Ok(html) => chapter.content = replace_markers(&chapter.content, &html),
             Err(error) => failure = Some(error),
         }

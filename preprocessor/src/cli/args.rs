@@ -29,6 +29,9 @@ pub enum Command {
     /// Set a book up for mdbook-fkc (or write a new one with a first contract).
     Init {
         dir: PathBuf,
+        /// `--provider NAME`: scaffold a provider crate of that name with one kernel and its
+        /// verified contract.
+        provider: Option<String>,
     },
     /// Time every contract's kernels and write the calibration file beside the book.
     Judge {
@@ -80,6 +83,7 @@ Commands:
   (none)              run as an mdBook preprocessor (book JSON on stdin/stdout)
   supports RENDERER   tell mdBook whether RENDERER is supported (always yes)
   init [DIR]          add [preprocessor.fkc] to DIR's book.toml, or write a new book there
+                      (--provider NAME: a provider crate with one kernel and its book)
   build [DIR]         build the book in DIR in-process, checking every contract
   check [DIR]         check every contract without rendering (the CI gate)
   explain CODE        explain a diagnostic code, with a failing example and its fix
@@ -145,7 +149,13 @@ book.toml. Where DIR holds no book yet, write one: book.toml, src/SUMMARY.md and
 first contract (the built-in reference backend's max_pool2d), which `mdbook build` verifies.
 When mdbook-fkc is not on PATH, the table names this binary as its `command`.
 
-Usage: mdbook-fkc init [DIR]";
+With --provider NAME, write a kernel provider crate instead, in DIR (default ./NAME): a Rust
+crate NAME with one kernel (`square`, F32 and F64) in its link registry, the `fkc-provider`
+binary that serves it, and a book whose contract of `square` `mdbook build` verifies through
+that binary (the first build compiles the crate). Replace the kernel with your own and keep
+the contract true.
+
+Usage: mdbook-fkc init [DIR] [--provider NAME]";
 
 pub const JUDGE_HELP: &str = "\
 Time every verified contract's kernel of the book in DIR (default .) on a ladder of sizes from
@@ -251,6 +261,7 @@ fn options_of(command: &str) -> &'static [&'static str] {
         "repro" => &[
             "--dtype", "--seed", "--check", "--sample", "--book", "--color", "--help",
         ],
+        "init" => &["--provider", "--color", "--help"],
         _ => &["--color", "--help", "--version"],
     }
 }
@@ -295,9 +306,7 @@ fn subcommand(name: &str, tail: &[&str]) -> Result<Command, String> {
         },
         "build" => build(tail),
         "check" => check(tail),
-        "init" => Ok(Command::Init {
-            dir: walk("init", tail, |_, _| Ok(None))?,
-        }),
+        "init" => init(tail),
         "judge" => Ok(Command::Judge {
             dir: walk("judge", tail, |_, _| Ok(None))?,
         }),
@@ -306,13 +315,22 @@ fn subcommand(name: &str, tail: &[&str]) -> Result<Command, String> {
     }
 }
 
-/// Splits `tail` into the optional DIR and flags, each flag handled by `flag`, which returns
-/// whether it consumed the next argument.
+/// Splits `tail` into the DIR (default `.`) and flags, each flag handled by `flag`, which
+/// returns whether it consumed the next argument.
 fn walk<'a>(
     command: &str,
     tail: &[&'a str],
-    mut flag: impl FnMut(&'a str, Option<&'a str>) -> Result<Option<bool>, String>,
+    flag: impl FnMut(&'a str, Option<&'a str>) -> Result<Option<bool>, String>,
 ) -> Result<PathBuf, String> {
+    Ok(walk_for_dir(command, tail, flag)?.unwrap_or_else(|| PathBuf::from(".")))
+}
+
+/// [`walk`], with `None` when no DIR is given.
+fn walk_for_dir<'a>(
+    command: &str,
+    tail: &[&'a str],
+    mut flag: impl FnMut(&'a str, Option<&'a str>) -> Result<Option<bool>, String>,
+) -> Result<Option<PathBuf>, String> {
     let mut dir = None;
     let mut index = 0;
     while let Some(&arg) = tail.get(index) {
@@ -337,7 +355,22 @@ fn walk<'a>(
             return Err(usage(command, &format!("unexpected argument `{arg}`")));
         }
     }
-    Ok(dir.unwrap_or_else(|| PathBuf::from(".")))
+    Ok(dir)
+}
+
+fn init(tail: &[&str]) -> Result<Command, String> {
+    let mut provider = None;
+    let dir = walk_for_dir("init", tail, |name, next| match name {
+        "--provider" => {
+            let value = next.ok_or_else(|| usage("init", "`--provider` needs a NAME"))?;
+            provider = Some(value.to_owned());
+            Ok(Some(true))
+        }
+        _ => Ok(None),
+    })?;
+    // A provider crate goes in a directory of its name unless DIR says otherwise.
+    let dir = dir.unwrap_or_else(|| PathBuf::from(provider.as_deref().unwrap_or(".")));
+    Ok(Command::Init { dir, provider })
 }
 
 fn build(tail: &[&str]) -> Result<Command, String> {
@@ -660,9 +693,27 @@ mod tests {
         assert_eq!(
             parse_line("init book").unwrap().command,
             Command::Init {
-                dir: PathBuf::from("book")
+                dir: PathBuf::from("book"),
+                provider: None,
             }
         );
+        let scaffold = |line: &str| parse_line(line).unwrap().command;
+        assert_eq!(
+            scaffold("init --provider my-kernels"),
+            Command::Init {
+                dir: PathBuf::from("my-kernels"),
+                provider: Some("my-kernels".to_owned()),
+            }
+        );
+        assert_eq!(
+            scaffold("init there --provider=k"),
+            Command::Init {
+                dir: PathBuf::from("there"),
+                provider: Some("k".to_owned()),
+            }
+        );
+        assert!(error("init --provider").contains("`--provider` needs a NAME"));
+        assert!(error("init --provdier x").contains("did you mean `--provider`?"));
         assert!(error("int").contains("did you mean `init`?"));
         let deny = parse_line("check --deny empty").unwrap().command;
         assert!(matches!(deny, Command::Check { deny, .. } if deny.empty));

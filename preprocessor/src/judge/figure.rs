@@ -92,6 +92,56 @@ pub fn view(calibration: &Calibration, kernel: &str, revision_hash: &str) -> Opt
     })
 }
 
+/// What the inventory says of one contract's calibration: the Judge's verdict and whether the
+/// measurement is stale.
+#[derive(Debug, Clone, Serialize)]
+pub struct InventoryJudge {
+    /// `good`, `partial`, `poor`, `not fitted`, or `not measured` (no calibration names it) or
+    /// `not shown` (stale).
+    pub verdict: String,
+    /// The badge's colour: `ok`, `warn`, `error` or `info`.
+    pub kind: &'static str,
+    /// Whether the contract changed since it was measured (`None`: never measured).
+    pub stale: Option<bool>,
+    /// The revision the calibration measured.
+    pub measured_at: Option<String>,
+}
+
+/// The inventory's Judge and stale cells for `kernel`, now at `revision_hash`.
+pub fn inventory_judge(
+    calibration: Option<&Calibration>,
+    kernel: &str,
+    revision_hash: &str,
+) -> InventoryJudge {
+    let judged = calibration.and_then(|c| c.contracts.iter().find(|j| j.kernel == kernel));
+    let Some(judged) = judged else {
+        return InventoryJudge {
+            verdict: "not measured".to_owned(),
+            kind: "info",
+            stale: None,
+            measured_at: None,
+        };
+    };
+    let stale = judged.revision_hash != revision_hash;
+    let verdict = if stale {
+        "not shown".to_owned()
+    } else {
+        shown_verdict(judged)
+    };
+    let kind = match verdict.as_str() {
+        "good" => "ok",
+        "poor" => "error",
+        "not fitted" => "info",
+        _ => "warn",
+    };
+    InventoryJudge {
+        verdict,
+        kind,
+        stale: Some(stale),
+        measured_at: Some(judged.revision_hash.clone()),
+    }
+}
+
 /// The verdict a page shows: `partial` for a good fit through one formula alone (the other
 /// explaining none of the time), else the file's.
 fn shown_verdict(judged: &Judged) -> String {
@@ -357,6 +407,29 @@ mod tests {
             Ok::<_, ()>(String::new())
         });
         assert_eq!(none, Ok(html));
+    }
+
+    #[test]
+    fn the_inventory_shows_the_verdict_or_that_the_measurement_is_stale_or_missing() {
+        let calibration = calibration("fkc1:abc");
+        let current = inventory_judge(Some(&calibration), "k", "fkc1:abc");
+        // The fixture's fit explains the time through flops alone.
+        assert_eq!(
+            (current.verdict.as_str(), current.stale),
+            ("partial", Some(false))
+        );
+        let stale = inventory_judge(Some(&calibration), "k", "fkc1:new");
+        assert_eq!(
+            (stale.verdict.as_str(), stale.stale),
+            ("not shown", Some(true))
+        );
+        assert_eq!(stale.measured_at.as_deref(), Some("fkc1:abc"));
+        let missing = inventory_judge(Some(&calibration), "other", "fkc1:abc");
+        assert_eq!(
+            (missing.verdict.as_str(), missing.stale),
+            ("not measured", None)
+        );
+        assert_eq!(inventory_judge(None, "k", "x").verdict, "not measured");
     }
 
     #[test]

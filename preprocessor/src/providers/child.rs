@@ -16,6 +16,9 @@ use std::process::{ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How long a provider may be silent at its start before the build says it is waiting.
+const SILENCE_NOTED_AFTER: Duration = Duration::from_secs(3);
+
 /// The last bytes of a provider's stderr kept for a crash report.
 const STDERR_TAIL: usize = 2048;
 /// How often an exited process is looked for while an answer is awaited.
@@ -124,8 +127,7 @@ impl Session {
         let id = session
             .send(handshake)
             .map_err(|c| no_handshake(c.to_string()))?;
-        let deadline = Instant::now() + config.start_timeout;
-        let line = match session.next_line(deadline, config.start_timeout) {
+        let line = match session.first_line(config) {
             Ok(line) => line,
             Err(crash) => return Err(no_handshake(crash.to_string())),
         };
@@ -283,6 +285,26 @@ impl Session {
 
     /// The next line from the provider, watching for its exit; `limit` is only named in a
     /// time-out.
+    /// The provider's first line, within `start-timeout-ms`. A provider silent for a while says
+    /// so once on stderr (a first `cargo run` compiles it for minutes): the author sees why the
+    /// build waits, and not a hang.
+    fn first_line(&mut self, config: &ProviderConfig) -> Result<Vec<u8>, Crash> {
+        let started = Instant::now();
+        let deadline = started + config.start_timeout;
+        let patience = deadline.min(started + SILENCE_NOTED_AFTER);
+        match self.next_line(patience, config.start_timeout) {
+            Err(Crash::TimedOut(_)) if patience < deadline => {
+                eprintln!(
+                    "mdbook-fkc: waiting for the provider `{}` to answer (a first run may be compiling it; up to {} s, `start-timeout-ms`)",
+                    config.command,
+                    config.start_timeout.as_secs()
+                );
+                self.next_line(deadline, config.start_timeout)
+            }
+            answered => answered,
+        }
+    }
+
     fn next_line(&mut self, deadline: Instant, limit: Duration) -> Result<Vec<u8>, Crash> {
         loop {
             let slice = deadline.min(Instant::now() + WATCH);

@@ -180,10 +180,19 @@ impl Renderer {
     pub fn inventory(
         &self,
         contracts: &[crate::report::ContractSummary],
+        calibration: Option<&crate::judge::calibration::Calibration>,
         prefix: &str,
     ) -> Result<String, RenderError> {
+        let judges: Vec<_> = contracts
+            .iter()
+            .map(|c| {
+                crate::judge::figure::inventory_judge(calibration, &c.kernel, &c.revision_hash)
+            })
+            .collect();
         let mut context = Context::new();
         context.insert("contracts", contracts);
+        context.insert("judges", &judges);
+        context.insert("judge_command", &calibration.map(|c| c.command.as_str()));
         context.insert("prefix", prefix);
         let mut html = self.style()?;
         html.push_str(&self.render("inventory.html", &context)?);

@@ -18,7 +18,7 @@ use fkc_provider::DType;
 /// The promise a value broke.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Claim {
-    /// `max_ulp: 0`: the exact value.
+    /// `max_ulp: 0`: the exact value, rounded once into the dtype.
     Exact,
     /// Bit for bit the semantics in the dtype, in the written order.
     Ordered,
@@ -301,11 +301,13 @@ fn allowance(
     let authored = stated.max_absolute.is_some() || stated.max_relative.is_some();
     match (stated.max_ulp, authored) {
         (Some(0), _) => {
-            // Exactness is a claim on bits: a zero's sign counts where the exact value's is
-            // known (an exact result of the semantics).
+            // Exactness is a claim on bits: the exact value rounded once into the dtype (a
+            // correctly rounded result, as one multiply gives), and a zero's sign where the
+            // exact value's is known (an exact result of the semantics).
+            let correctly_rounded = crate::semantics::rounded::round(exact, dtype);
             let sign_known = want.error == 0.0 && exact == 0.0;
             let signs_differ = got.is_sign_negative() != exact.is_sign_negative();
-            if error == 0.0 && !(sign_known && signs_differ) {
+            if got == correctly_rounded && !(sign_known && signs_differ) {
                 Ok(0.0)
             } else {
                 Err(Claim::Exact)
@@ -370,6 +372,29 @@ impl Agreement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_ulp_0_holds_the_kernel_to_the_correctly_rounded_exact_value() {
+        let exact_only = Stated {
+            max_ulp: Some(0),
+            max_absolute: None,
+            max_relative: None,
+        };
+        // x · x for x = 0.59032571 in F32: the exact product needs 48 bits; a kernel that
+        // rounds it once is exact, its neighbour one ulp away is not.
+        let x = f64::from(0.590_325_7_f32);
+        let want = Approx {
+            value: x * x,
+            error: f64::from(f32::EPSILON) * x * x,
+            kinds: Kinds::FINITE,
+        };
+        let rounded = f64::from((x * x) as f32);
+        assert_ne!(rounded, x * x);
+        assert!(allowance(&exact_only, DType::F32, rounded, &want, None).is_ok());
+        let neighbour = f64::from(f32::from_bits(((x * x) as f32).to_bits() + 1));
+        assert!(allowance(&exact_only, DType::F32, neighbour, &want, None).is_err());
+        assert!(allowance(&exact_only, DType::F64, rounded, &want, None).is_err());
+    }
 
     #[test]
     fn an_ulp_is_the_spacing_of_the_dtype_at_a_value() {

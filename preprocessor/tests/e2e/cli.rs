@@ -403,6 +403,79 @@ fn init_writes_a_book_whose_first_contract_verifies_under_real_mdbook() {
     );
 }
 
+#[test]
+fn init_provider_scaffolds_a_crate_whose_contract_verifies_under_real_mdbook() {
+    let parent = temp_dir("init-provider");
+    let out = fkc(&["init", "--provider", "my-kernels"], &parent);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("wrote the provider crate `my-kernels`"));
+    let dir = parent.join("my-kernels");
+    for file in [
+        "Cargo.toml",
+        "src/lib.rs",
+        "src/main.rs",
+        "book.toml",
+        "book/kernels.md",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} missing");
+    }
+    // The crate compiles once, into a target directory kept between test runs.
+    let target = repo_root().join("target/init-provider");
+    let build = run(std::process::Command::new(mdbook_bin())
+        .arg("build")
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target));
+    assert!(build.status.success(), "{}", stderr(&build));
+    let page = std::fs::read_to_string(dir.join("build/kernels.html")).unwrap();
+    assert!(page.contains("fkc-badge-ok\">verified"), "{page}");
+    let check = |dir: &std::path::Path| {
+        run(std::process::Command::new(fkc_bin())
+            .args(["check", "--color", "never", "."])
+            .current_dir(dir)
+            .env("CARGO_TARGET_DIR", &target))
+    };
+    let checked = check(&dir);
+    assert!(
+        stdout(&checked)
+            .contains("mdbook-fkc check: 1 contract(s) verified, 0 unverified, 0 error(s)"),
+        "{}{}",
+        stdout(&checked),
+        stderr(&checked)
+    );
+    // Each lie the chapter suggests fails with the code it names.
+    let chapter = dir.join("book/kernels.md");
+    let text = std::fs::read_to_string(&chapter).unwrap();
+    for (from, to, code) in [
+        // (The prose names each lie first; these are the contract's own lines.)
+        ("      dtypes: [F32, F64]", "      dtypes: [F32]", "FKC0406"),
+        ("= x[i, j] * x[i, j]\n", "= x[i, j] + x[i, j]\n", "FKC0409"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&chapter, text.replacen(from, to, 1)).unwrap();
+        let lied = check(&dir);
+        assert!(
+            stderr(&lied).contains(&format!("error[{code}]")),
+            "{to}: {}{}",
+            stdout(&lied),
+            stderr(&lied)
+        );
+    }
+    // A second scaffold in the same place overwrites nothing; a bad name is refused.
+    let again = fkc(&["init", "--provider", "my-kernels"], &parent);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
+    let bad = fkc(&["init", "--provider", "My Kernels"], &parent);
+    assert!(
+        stderr(&bad).contains("cannot name a provider crate"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
 /// The errors `preprocessor/schema/check-report.json` finds in `report` (Python's `jsonschema`).
 fn schema_errors(report: &str) -> Vec<String> {
     let schema = repo_root().join("preprocessor/schema/check-report.json");

@@ -13,8 +13,10 @@ use std::path::Path;
 /// expect its own expectation to fail); FKC0310 is a note shown beside describe-only contracts;
 /// FKC0404 and FKC0405 by synthetic kernels in `verify`'s unit tests (no reference kernel
 /// changes dtype or is nondeterministic, so no contract in the book can fail them).
-const PROVEN_ELSEWHERE: [Code; 20] = [
+const PROVEN_ELSEWHERE: [Code; 21] = [
     Code::ExpectationNotMet,
+    // An erratum's placeholder with nothing to quote: the `placeholder-unfilled` fixture.
+    Code::PlaceholderUnfilled,
     Code::DescribeOnly,
     // A note beside a contract whose values go unchecked (an error only under
     // `check --deny unchecked`, which the `cli` tests prove).
@@ -244,4 +246,21 @@ fn a_should_fail_mark_on_a_passing_contract_is_an_error() {
         "{err}"
     );
     assert!(err.contains("book/mismatch.md:"), "{err}");
+}
+
+#[test]
+fn an_erratum_placeholder_with_nothing_to_quote_is_an_error_at_its_place() {
+    let dir = fixture_book("placeholder-unfilled");
+    let out = fkc(&["build", "."], &dir);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("error[FKC0006]: this counterexample placeholder has nothing to quote"),
+        "{err}"
+    );
+    assert!(err.contains("book/erratum.md:38:46"), "{err}");
+    assert!(
+        err.contains("names no sample") || err.contains("without a sample"),
+        "{err}"
+    );
 }

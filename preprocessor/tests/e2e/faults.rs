@@ -15,6 +15,10 @@ const VICTIM: &str = "book/faults.md:16";
 const CULPRIT_FENCE: &str = "book/faults.md:62";
 const CULPRIT: &str = "book/faults.md:69";
 
+/// How long a whole faulty build may take: about 15 s alone, several times that while the rest
+/// of the suite loads both cores, far less than a call's time limit in the tests that set one.
+const PROMPTLY: Duration = Duration::from_secs(180);
+
 /// The example Python provider's directory (its `fkc_provider.py`).
 pub fn python_provider() -> PathBuf {
     repo_root().join("examples/python-provider")
@@ -162,7 +166,9 @@ fn a_flooding_provider_is_cut_at_the_line_limit_in_bounded_memory() {
         "{message}"
     );
     only_the_culprit_fails(&flood);
-    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // Bounded time (a whole build, on a machine the rest of the suite loads); the sharp
+    // check is the memory below.
+    assert!(took < PROMPTLY, "took {took:?}");
     eprintln!("peak memory {flooded} KiB with the flood, {calm} KiB without");
     assert!(
         calm > 0 && flooded <= 2 * calm,
@@ -181,7 +187,7 @@ fn outputs_far_larger_than_the_contract_says_are_refused_before_decoding() {
     let message = only_error(&huge, "FKC0318", CULPRIT);
     assert!(message.contains("`max-line-bytes`"), "{message}");
     only_the_culprit_fails(&huge);
-    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(took < PROMPTLY, "took {took:?}");
     // 100 000 elements fit the line, but not the contract's shape: never decoded.
     let (wide, _) = timed_check(&faulty_book("wide", &[]));
     let message = only_error(&wide, "FKC0318", CULPRIT);
@@ -212,13 +218,13 @@ fn an_answer_out_of_step_is_a_fault_of_the_call_that_caused_it() {
 
 #[test]
 fn a_closed_stdout_is_a_crash_at_once() {
-    // The time limit is 120 s: the build must not wait for it (the whole build, the honest
-    // kernel's checks included, takes a fraction of it even on a loaded machine).
-    let (json, took) = timed_check(&faulty_book("closed", &["call-timeout-ms = 120000"]));
+    // The time limit is 10 minutes: the build must not wait for it (the whole build, the
+    // honest kernel's checks included, takes a fraction of it even on a loaded machine).
+    let (json, took) = timed_check(&faulty_book("closed", &["call-timeout-ms = 600000"]));
     let message = only_error(&json, "FKC0413", CULPRIT);
     assert!(message.contains("it closed its stdout"), "{message}");
     only_the_culprit_fails(&json);
-    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(took < PROMPTLY, "took {took:?}");
 }
 
 #[test]
@@ -282,6 +288,25 @@ fn time_budgets_end_a_build_that_would_crawl_naming_the_slowest_kernels() {
     assert!(!found.is_empty(), "{json:#}");
     assert!(found.iter().all(|(code, _)| code == "FKC0421"), "{json:#}");
     assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+#[test]
+fn a_provider_slow_to_start_is_waited_for_and_said_to_be() {
+    let dir = faulty_book("late", &[]);
+    let output = fkc(&["check", "--no-cache"], &dir);
+    let said = stderr(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("mdbook-fkc: waiting for the provider `")
+            && said.contains("(a first run may be compiling it; up to 600 s, `start-timeout-ms`)"),
+        "{said}"
+    );
+    // Said once, not once per call or per restart.
+    assert_eq!(
+        said.matches("waiting for the provider").count(),
+        1,
+        "{said}"
+    );
 }
 
 /// The check of a book whose provider fails at the start, in one format.

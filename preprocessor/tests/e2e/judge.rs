@@ -117,6 +117,22 @@ fn a_stale_revision_hash_is_flagged_instead_of_numbers() {
     assert!(page.contains("0000000000000000"));
     assert!(!page.contains("fkc-judge-figure"));
     assert!(!page.contains("GFLOP/s"));
+    // The inventory says so too, in its own column, with the revision that was measured.
+    let inventory = std::fs::read_to_string(dir.join("build/inventory.html")).unwrap();
+    assert!(
+        inventory.contains(
+            "<td data-label=\"stale\"><span class=\"fkc-badge fkc-badge-warn\">stale</span>"
+        ),
+        "{inventory}"
+    );
+    assert!(inventory.contains(
+        "<td data-label=\"Judge\"><span class=\"fkc-badge fkc-badge-warn\">not shown</span>"
+    ));
+    assert!(inventory.contains("0000000000000000"));
+    assert!(
+        inventory.contains("(1 stale: run <code>mdbook-fkc judge"),
+        "{inventory}"
+    );
 }
 
 #[test]

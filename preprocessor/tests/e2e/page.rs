@@ -191,3 +191,38 @@ fn identical_per_dtype_evidence_rows_are_shown_once() {
         "a row repeated: {accepts:?}"
     );
 }
+
+#[test]
+fn errata_quote_the_sample_their_box_prints_whatever_the_seed() {
+    let html = seed_page("site-seed-5", |book| {
+        let path = book.join("book.toml");
+        let toml = std::fs::read_to_string(&path).unwrap();
+        let seeded = toml.replacen("[preprocessor.fkc]\n", "[preprocessor.fkc]\nseed = 5\n", 1);
+        std::fs::write(&path, seeded).unwrap();
+    });
+    let mut quoted = 0;
+    for (i, erratum) in html.split("<strong>Erratum").enumerate().skip(1) {
+        let before = html.split("<strong>Erratum").take(i).collect::<String>();
+        let boxed = before
+            .rsplit("<pre class=\"fkc-diagnostic")
+            .next()
+            .map(text)
+            .unwrap_or_default();
+        let paragraph = erratum.split("</p>").next().unwrap_or("");
+        for quote in paragraph.split("<code>").skip(1) {
+            let sample = quote.split("</code>").next().unwrap_or("");
+            if sample.contains(": [") {
+                assert!(
+                    boxed.contains(&format!("): {sample}")),
+                    "the erratum quotes {sample:?}, which its box does not print:\n{boxed}"
+                );
+                quoted += 1;
+            }
+        }
+    }
+    assert_eq!(quoted, 4, "four errata quote the gate's samples");
+    assert!(
+        !html.contains("fkc-counterexample"),
+        "a placeholder was left"
+    );
+}
