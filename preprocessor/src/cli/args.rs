@@ -118,22 +118,56 @@ Options:
   --color WHEN        auto, always or never
   -h, --help          print this help";
 
-pub const CHECK_HELP: &str = "\
+const CHECK_HELP_HEAD: &str = "\
 Check every contract of the book in DIR (default .) without rendering. Lists each contract
 (ok: verified, FAIL: failing, spec: unverified); exits 1 on any error.
 
 Usage: mdbook-fkc check [DIR] [OPTIONS]
 
 Options:
-  --format FORMAT     text (default), json (a versioned object: contracts with revision
-                      hashes and evidence, diagnostics, summary), sarif (SARIF 2.1.0) or
-                      github (GitHub Actions annotations)
-  --deny unverified   make every ```fkc,unverified contract an error (FKC0005)
+";
+
+const CHECK_HELP_OPTIONS: &str =
+    "  --deny unverified   make every ```fkc,unverified contract an error (FKC0005)
   --deny unchecked    make every claim the gate could not check an error (FKC0007)
   --deny empty        make a book without contracts an error (it is a warning otherwise)
   --no-cache          verify every contract afresh (as `cache = false` under [preprocessor.fkc])
   --color WHEN        auto, always or never
   -h, --help          print this help";
+
+/// `check`'s help: its lead, one line per output format of [`FORMATS`], its other options.
+static CHECK_HELP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let formats: String = FORMATS
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _, what))| {
+            let option = if i == 0 { "--format FORMAT" } else { "" };
+            format!("  {option:<18}  {name}: {what}\n")
+        })
+        .collect();
+    format!("{CHECK_HELP_HEAD}{formats}{CHECK_HELP_OPTIONS}")
+});
+
+/// Every output format of `check`: (the `--format` value, the format, what it prints), the
+/// default first. The parser, its error message and the help all read this table.
+pub const FORMATS: [(&str, Format, &str); 4] = [
+    (
+        "text",
+        Format::Text,
+        "diagnostics and a line per contract (default)",
+    ),
+    (
+        "json",
+        Format::Json,
+        "a versioned object (preprocessor/schema/check-report.json)",
+    ),
+    (
+        "sarif",
+        Format::Sarif,
+        "SARIF 2.1.0, for code-scanning tools",
+    ),
+    ("github", Format::Github, "GitHub Actions annotations"),
+];
 
 pub const EXPLAIN_HELP: &str = "\
 Explain a diagnostic code: the rule, a contract that fails with it (from the book's
@@ -238,7 +272,7 @@ fn help_of(command: &str) -> Option<&'static str> {
     Some(match command {
         "supports" => SUPPORTS_HELP,
         "build" => BUILD_HELP,
-        "check" => CHECK_HELP,
+        "check" => CHECK_HELP.as_str(),
         "explain" => EXPLAIN_HELP,
         "judge" => JUDGE_HELP,
         "init" => INIT_HELP,
@@ -411,21 +445,23 @@ fn check(tail: &[&str]) -> Result<Command, String> {
     let mut no_cache = false;
     let dir = walk("check", tail, |name, next| match name {
         "--format" => {
-            format = match next {
-                Some("text") => Format::Text,
-                Some("json") => Format::Json,
-                Some("sarif") => Format::Sarif,
-                Some("github") => Format::Github,
-                other => {
-                    return Err(usage(
-                        "check",
-                        &format!(
-                            "`--format` takes text, json, sarif or github, not `{}`",
-                            other.unwrap_or("")
-                        ),
-                    ));
-                }
+            let chosen = FORMATS.iter().find(|(name, ..)| Some(*name) == next);
+            let Some((_, chosen, _)) = chosen else {
+                let names: Vec<&str> = FORMATS.iter().map(|(name, ..)| *name).collect();
+                let choices = match names.split_last() {
+                    Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                    None => String::new(),
+                };
+                let said = match next {
+                    Some(value) => format!(
+                        "`--format` takes {choices}, not `{value}`{}",
+                        suggestion(value, &names)
+                    ),
+                    None => format!("`--format` needs a FORMAT: {choices}"),
+                };
+                return Err(usage("check", &said));
             };
+            format = *chosen;
             Ok(Some(true))
         }
         "--deny" => match next {
@@ -715,6 +751,17 @@ mod tests {
         assert!(error("init --provider").contains("`--provider` needs a NAME"));
         assert!(error("init --provdier x").contains("did you mean `--provider`?"));
         assert!(error("int").contains("did you mean `init`?"));
+        assert!(error("check --format jsn").contains(
+            "`--format` takes text, json, sarif or github, not `jsn`; did you mean `json`?"
+        ));
+        assert!(error("check --format").contains("`--format` needs a FORMAT: text, json"));
+        for (name, format, what) in FORMATS {
+            let parsed = parse_line(&format!("check --format {name}"))
+                .unwrap()
+                .command;
+            assert!(matches!(parsed, Command::Check { format: f, .. } if f == format));
+            assert!(CHECK_HELP.contains(&format!("{name}: {what}")));
+        }
         let deny = parse_line("check --deny empty").unwrap().command;
         assert!(matches!(deny, Command::Check { deny, .. } if deny.empty));
     }
