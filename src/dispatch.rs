@@ -5,12 +5,15 @@
 //! (`usize`, `(usize, usize)`, `[usize; 4]`) and which operand's full shape a field carries — so
 //! an importer can compare a contract's `op_params` block with the real carrier instead of
 //! guessing from field names. [`ParamValues`] is the name → value form used by the link
-//! registry and by `OpParams::from_values` / `to_values`.
+//! registry and by `OpParams::from_values` / `to_values`; each kernel's operands (`CONV2D_INPUTS`, …) are
+//! described here too, for the link registry and the executor alike.
 
 use std::fmt;
 
-use crate::error::{KernelError, KernelErrorKind};
-pub use fkc_provider::registry::{FieldDesc, ParamKind, ParamValue, ParamValues, VariantDesc};
+use fkc_provider::error::{KernelError, KernelErrorKind};
+pub use fkc_provider::registry::{
+    FieldDesc, OperandDesc, ParamKind, ParamValue, ParamValues, VariantDesc,
+};
 
 /// An op the executor can route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -354,6 +357,37 @@ impl Reader<'_> {
         }
     }
 }
+
+/// `conv2d` operands: `x [N, Cin, H, W]`, `weight [Cout, Cin/groups, Kh, Kw]`, optional `bias [Cout]`.
+pub const CONV2D_INPUTS: &[OperandDesc] = &[
+    OperandDesc::required("x", 4),
+    OperandDesc::required("weight", 4),
+    OperandDesc {
+        optional: true,
+        ..OperandDesc::required("bias", 1)
+    },
+];
+
+/// `conv_transpose2d` operands: `x [N, Cin, H, W]`, `weight [Cin, Cout/groups, Kh, Kw]`.
+pub const CONV_TRANSPOSE2D_INPUTS: &[OperandDesc] = &[
+    OperandDesc::required("x", 4),
+    OperandDesc::required("weight", 4),
+];
+
+/// `conv2d_simple` operands: `x [N, Cin, H, W]`, `kernel [Cout, Cin, Kh, Kw]`.
+pub const CONV2D_SIMPLE_INPUTS: &[OperandDesc] = &[
+    OperandDesc::required("x", 4),
+    OperandDesc::required("kernel", 4),
+];
+
+/// `max_pool2d` operand: `x [N, C, H, W]`.
+pub const MAX_POOL2D_INPUTS: &[OperandDesc] = &[OperandDesc::required("x", 4)];
+
+/// `contiguize` operand: `x`, any rank, any layout.
+pub const CONTIGUIZE_INPUTS: &[OperandDesc] = &[OperandDesc {
+    any_rank: true,
+    ..OperandDesc::required("x", 4)
+}];
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -10,10 +10,10 @@ use std::borrow::Cow;
 
 use half::{bf16, f16};
 
+use crate::dispatch::{CONTIGUIZE_INPUTS, CONV_TRANSPOSE2D_INPUTS, CONV2D_INPUTS, OperandDesc};
 use crate::dispatch::{OpKind, OpParams};
 use crate::dtype::DType;
 use crate::error::{ExecError, KernelError, KernelErrorKind};
-use crate::fkc::{CONTIGUIZE_INPUTS, CONV_TRANSPOSE2D_INPUTS, CONV2D_INPUTS, OperandDesc};
 use crate::ops::{
     Conv2dParams, ConvTranspose2dParams, contiguize_any, conv_transpose2d_threaded, conv2d_threaded,
 };

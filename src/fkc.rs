@@ -8,6 +8,10 @@
 //! in `inputs` order (`None` for an absent optional one), parameters by name; fields with a
 //! `shape_of` may be omitted and are then filled from the operands and the computed output.
 
+pub use crate::dispatch::{
+    CONTIGUIZE_INPUTS, CONV_TRANSPOSE2D_INPUTS, CONV2D_INPUTS, CONV2D_SIMPLE_INPUTS,
+    MAX_POOL2D_INPUTS,
+};
 use crate::dispatch::{
     CONV_TRANSPOSE2D_FIELDS, CONV2D_FIELDS, FieldDesc, OP_PARAMS_VARIANTS, OpKind, OpParams,
     ParamKind, ParamValues,
@@ -20,37 +24,6 @@ pub use fkc_provider::registry::{EntryFn, KernelRef, OperandDesc, Registry};
 
 /// The path of [`ENTRY_POINTS`], as a contract's front matter names it.
 pub const REGISTRY_PATH: &str = "fuel_reference_backend::fkc::ENTRY_POINTS";
-
-/// `conv2d` operands: `x [N, Cin, H, W]`, `weight [Cout, Cin/groups, Kh, Kw]`, optional `bias [Cout]`.
-pub const CONV2D_INPUTS: &[OperandDesc] = &[
-    OperandDesc::required("x", 4),
-    OperandDesc::required("weight", 4),
-    OperandDesc {
-        optional: true,
-        ..OperandDesc::required("bias", 1)
-    },
-];
-
-/// `conv_transpose2d` operands: `x [N, Cin, H, W]`, `weight [Cin, Cout/groups, Kh, Kw]`.
-pub const CONV_TRANSPOSE2D_INPUTS: &[OperandDesc] = &[
-    OperandDesc::required("x", 4),
-    OperandDesc::required("weight", 4),
-];
-
-/// `conv2d_simple` operands: `x [N, Cin, H, W]`, `kernel [Cout, Cin, Kh, Kw]`.
-pub const CONV2D_SIMPLE_INPUTS: &[OperandDesc] = &[
-    OperandDesc::required("x", 4),
-    OperandDesc::required("kernel", 4),
-];
-
-/// `max_pool2d` operand: `x [N, C, H, W]`.
-pub const MAX_POOL2D_INPUTS: &[OperandDesc] = &[OperandDesc::required("x", 4)];
-
-/// `contiguize` operand: `x`, any rank, any layout.
-pub const CONTIGUIZE_INPUTS: &[OperandDesc] = &[OperandDesc {
-    any_rank: true,
-    ..OperandDesc::required("x", 4)
-}];
 
 /// `conv2d_simple` parameters.
 pub const CONV2D_SIMPLE_FIELDS: &[FieldDesc] = &[

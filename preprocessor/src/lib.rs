@@ -21,12 +21,17 @@
 //! assert!(report.diagnostics.iter().all(|d| !d.is_error()));
 //! ```
 //!
-//! Inside, the stages flow one way: `chapter` (front matter, fences) → [`contract`] (raw, then
-//! expressions resolved) → `import` (against the provider's description) → `verify` (the
-//! kernels run) → `render` (views, figures, templates) → `pipeline` (one chapter, in order).
-//! No stage reaches back up.
+//! Inside, the modules are layers that only point down, in the data's direction: the ground
+//! (`source`, [`expr`], [`diag`], `revision`, `yaml`, `chapter`, [`report`], `quote`,
+//! [`providers`], [`semantics`]) → [`contract`] (raw, then expressions resolved) → `import`,
+//! `resolve` (against the provider's description) → `verify` (the kernels run) → [`cache`],
+//! [`config`] → `calibration` (the Judge's data) → `render` (views, figures, templates) →
+//! `pipeline` (one chapter, in order) → [`preprocessor`] (a book) → `judge` (the Judge's
+//! command). No stage reaches back up: the e2e test `layers` reads every `crate::` path and
+//! fails on one that does.
 
 pub mod cache;
+mod calibration;
 mod chapter;
 pub mod config;
 pub mod contract;
@@ -42,6 +47,8 @@ mod render;
 pub mod report;
 mod resolve;
 mod revision;
+#[cfg(test)]
+mod seed_fields_tests;
 pub mod semantics;
 pub mod source;
 mod verify;

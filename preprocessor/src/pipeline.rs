@@ -48,7 +48,7 @@ pub struct BookChecker<'r> {
     /// What `check --deny` makes an error.
     deny: Deny,
     /// The Judge's measurements, shown on each measured contract's page.
-    calibration: Option<crate::judge::calibration::Calibration>,
+    calibration: Option<crate::calibration::Calibration>,
     /// The book's diagnostics index, from the book's root (`diagnostics/index.html`), if any:
     /// codes in error boxes link to it.
     diagnostics_index: Option<String>,
@@ -209,7 +209,7 @@ impl<'r> BookChecker<'r> {
     /// Shows the Judge's measurements (the calibration file beside the book) on contract pages.
     pub(crate) fn with_calibration(
         mut self,
-        calibration: Option<crate::judge::calibration::Calibration>,
+        calibration: Option<crate::calibration::Calibration>,
     ) -> Self {
         self.calibration = calibration;
         self
@@ -741,16 +741,12 @@ impl<'r> BookChecker<'r> {
             },
             link: String::new(),
         };
-        let calibration = self.calibration.as_ref();
-        let hash = &resolved.revision_hash;
-        let kernel = &raw.kernel.value;
+        view.judge = self.calibration.as_ref().and_then(|calibration| {
+            crate::render::judge::view(calibration, &raw.kernel.value, &resolved.revision_hash)
+        });
         Ok(FenceOutcome {
             samples: None,
-            html: self.html(|r| {
-                crate::judge::figure::attach(r.contract(&view)?, calibration, kernel, hash, |j| {
-                    r.judge(j)
-                })
-            })?,
+            html: self.html(|r| r.contract(&view))?,
             diagnostics,
             summary: Some(summary),
         })

@@ -105,7 +105,7 @@ pub fn process_book(root: &Path, config: &Config, book: &mut Book) -> Result<Boo
     let template_dir = options.template_dir.as_ref().map(|dir| root.join(dir));
     let renderer = Renderer::new(template_dir.as_deref()).map_err(Error::new)?;
     let providers = Providers::budgeted(options.providers.clone(), Some(options.build_budget()));
-    let calibration = crate::judge::calibration::beside(root);
+    let calibration = crate::calibration::beside(root);
     let mut checker = BookChecker::with_providers(&renderer, options.verify, providers)
         .with_cache(options.cache(root, &config.book.src).map_err(Error::msg)?)
         .with_jobs(options.jobs)
@@ -273,7 +273,7 @@ fn insert_inventory(
     book: &mut Book,
     renderer: &Renderer,
     contracts: &[ContractSummary],
-    calibration: Option<&crate::judge::calibration::Calibration>,
+    calibration: Option<&crate::calibration::Calibration>,
 ) -> std::result::Result<(), crate::render::RenderError> {
     let mut failure = None;
     book.for_each_mut(|item| {

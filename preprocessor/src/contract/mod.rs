@@ -62,6 +62,3 @@ fn yaml_help(code: Code, yaml_text: &str, message: &str) -> String {
 fn message_is_duplicate(message: &str) -> bool {
     message.contains("written twice")
 }
-
-#[cfg(test)]
-mod seed_fields;

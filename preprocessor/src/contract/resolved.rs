@@ -157,7 +157,12 @@ pub fn resolve_expressions(
             .extend(resolver.typed(&path.when, Type::Bool, "a fast path's `when`"));
     }
     contract.resolve_slots(resolver.scope.names());
-    let (semantics, problems) = super::semantic::resolve(raw, &contract, source);
+    let outputs: Vec<(String, usize)> = contract
+        .outputs
+        .iter()
+        .map(|o| (o.name.clone(), o.shape.as_ref().map_or(0, ShapeRule::rank)))
+        .collect();
+    let (semantics, problems) = super::semantic::resolve(raw, &outputs, source);
     contract.semantics = semantics;
     resolver.diagnostics.extend(problems);
     (contract, resolver.diagnostics)

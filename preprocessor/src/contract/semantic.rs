@@ -6,7 +6,6 @@
 //! semantics chapter for an op kind's).
 
 use super::raw::RawContract;
-use super::resolved::{Contract, ShapeRule};
 use crate::diag::{Code, Diagnostic};
 use crate::expr::Span;
 use crate::semantics::{self, SemanticsError, SemanticsErrorKind, SigTensor, Signature, ir};
@@ -132,7 +131,7 @@ impl TextMap {
 
 /// The contract's signature, as the semantics see it (`standard`: an op kind's semantics,
 /// which may name optional inputs the contract does not declare).
-fn signature(raw: &RawContract, contract: &Contract, standard: bool) -> Signature {
+fn signature(raw: &RawContract, outputs: &[(String, usize)], standard: bool) -> Signature {
     let inputs = raw
         .inputs
         .iter()
@@ -146,12 +145,11 @@ fn signature(raw: &RawContract, contract: &Contract, standard: bool) -> Signatur
             optional: input.is_optional(),
         })
         .collect();
-    let outputs = contract
-        .outputs
+    let outputs = outputs
         .iter()
-        .map(|output| SigTensor {
-            name: output.name.clone(),
-            rank: output.shape.as_ref().map_or(0, ShapeRule::rank),
+        .map(|(name, rank)| SigTensor {
+            name: name.clone(),
+            rank: *rank,
             optional: false,
         })
         .collect();
@@ -179,11 +177,12 @@ fn signature(raw: &RawContract, contract: &Contract, standard: bool) -> Signatur
     }
 }
 
-/// Resolves a contract's semantics (its own, or its op kind's standard ones); `None` when it
-/// has neither, or they do not check (the diagnostics say why).
+/// Resolves a contract's semantics (its own, or its op kind's standard ones) against its
+/// outputs (name, rank of its shape rule); `None` when it has neither, or they do not check
+/// (the diagnostics say why).
 pub fn resolve(
     raw: &RawContract,
-    contract: &Contract,
+    outputs: &[(String, usize)],
     source: &Arc<SourceFile>,
 ) -> (Option<Arc<Semantics>>, Vec<Diagnostic>) {
     let (text, origin, map) = match &raw.semantics {
@@ -211,7 +210,7 @@ pub fn resolve(
         Ok(ast) => ast,
         Err(error) => return (None, vec![report(&error)]),
     };
-    let signature = signature(raw, contract, matches!(origin, Origin::Standard(_)));
+    let signature = signature(raw, outputs, matches!(origin, Origin::Standard(_)));
     // Every dtype some input declares: the gate runs each of them.
     let mut dtypes: Vec<DType> = Vec::new();
     for dtype in raw.inputs.iter().flat_map(|i| &i.dtypes) {

@@ -45,6 +45,16 @@ impl FunctionSig {
 
 impl Scope {
     /// An empty scope (the built-in functions are always available).
+    /// A scope giving each name `bindings` binds the type of its value (functions not
+    /// included: their signatures are unknown there).
+    pub fn of(bindings: &Bindings) -> Scope {
+        let mut scope = Scope::new();
+        for (name, ty) in bindings.typed_names() {
+            scope.insert(name, ty);
+        }
+        scope
+    }
+
     pub fn new() -> Scope {
         Scope::default()
     }
@@ -291,7 +301,7 @@ mod tests {
     use super::*;
 
     fn conv2d_scope() -> Scope {
-        let mut scope = bindings("conv2d").scope();
+        let mut scope = Scope::of(&bindings("conv2d"));
         scope.insert("params", Type::Any);
         scope
     }
@@ -315,7 +325,7 @@ mod tests {
     fn seed_expressions_type_check() {
         for (contract, field, src, _) in SEED {
             let expr = parse(src).unwrap();
-            let mut scope = bindings(contract).scope();
+            let mut scope = Scope::of(&bindings(contract));
             scope.insert("params", Type::Any);
             if let ExprKind::Call { name, args, .. } = &expr.kind
                 && matches!(

@@ -11,7 +11,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::ast::{Arg, BinOp, Expr, ExprKind, UnOp};
-use super::check::Scope;
 use super::error::{ExprError, ExprErrorKind};
 use super::parser::MAX_HEIGHT;
 use super::rules::{
@@ -151,14 +150,13 @@ impl Bindings {
         self.bound().into_iter().map(|(name, _)| name).collect()
     }
 
-    /// A [`Scope`] giving each bound name the type of its value (functions not included:
-    /// their signatures are unknown here).
-    pub fn scope(&self) -> Scope {
-        let mut scope = Scope::new();
-        for (name, value) in self.bound() {
-            scope.insert(name, value.type_of());
-        }
-        scope
+    /// Each bound root name with the type of its value, sorted (what a type-checking scope
+    /// needs of them).
+    pub fn typed_names(&self) -> Vec<(&str, Type)> {
+        self.bound()
+            .into_iter()
+            .map(|(name, value)| (name, value.type_of()))
+            .collect()
     }
 
     fn function_names(&self) -> Vec<&str> {
@@ -589,6 +587,7 @@ fn binary(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::super::check::Scope;
     use super::super::fixtures::{Expect, SEED, bindings, deep_negation, from_params_expected};
     use super::super::parse;
     use super::*;
@@ -874,7 +873,7 @@ mod tests {
         let e = value("passthrough(N=1)").unwrap_err();
         assert_eq!((e.kind, e.span), (ExprErrorKind::Arity, Span::new(12, 13)));
         assert!(format!("{b:?}").contains("passthrough"));
-        assert_eq!(b.scope().get("groups"), Some(&Type::Int));
+        assert_eq!(Scope::of(&b).get("groups"), Some(&Type::Int));
         assert_eq!(b.names().len(), 13);
     }
 

@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn checked_expressions_evaluate_without_lookup_errors() {
-        let scope = bindings("conv2d").scope();
+        let scope = Scope::of(&bindings("conv2d"));
         let b = bindings("conv2d");
         for src in [
             "x.dim[3] - w_shape[3] + 2 * padding[1]",

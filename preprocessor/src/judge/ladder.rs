@@ -7,7 +7,9 @@
 //! the cost formula, alternating between more compute-heavy and more memory-heavy candidates so that
 //! flops and bytes vary independently and both can be fitted.
 
-use crate::verify::sample::{Domain, Sample, Verdict};
+use crate::verify::sample::Sample;
+
+use crate::verify::constraints::{Domain, Verdict};
 use fkc_provider::DType;
 
 /// Spatial, channel and batch factors tried on the base sample.

@@ -1,11 +1,12 @@
 //! The Judge (`mdbook-fkc judge [DIR]`): every verified contract's kernel is timed on a ladder of
 //! sizes drawn from its admitted domain ([`ladder`]); `overhead_ns + flops / throughput +
 //! bytes_moved / bandwidth` is fitted to the median times, non-negative, by least squares
-//! ([`fit`]); and the results — machine, ISA, tool, per contract the ladder, the fitted figures,
-//! the residuals and a verdict on how well the contract's formulas explain the times — are
-//! written beside the book ([`calibration`]). The book build never times anything: it reads the
-//! file and shows each contract's measurements on its page ([`figure`]), or says they are stale
-//! when the contract changed since.
+//! ([`crate::calibration::fit`]); and the results — machine, ISA, tool, per contract the ladder,
+//! the fitted figures, the residuals and a verdict on how well the contract's formulas explain
+//! the times — are written beside the book ([`crate::calibration`], the data the build reads).
+//! The book build never times anything: it reads the file and shows each contract's measurements
+//! on its page ([`crate::render::judge`], a view like the others), or says they are stale when
+//! the contract changed since. This command sits above the book build it reuses.
 //!
 //! In the order of the stages, [`fit`], [`calibration`] and [`figure`] are data and a view (the
 //! build reads them beside `render`); this module and [`ladder`] and `timing` are a command that
@@ -14,12 +15,10 @@
 //! The gate runs first (a book whose contracts fail is not judged); the contracts are then
 //! read, resolved and imported again exactly as the build does, and only the kernels run here.
 
-pub mod calibration;
-pub mod figure;
-pub mod fit;
 pub mod ladder;
 mod timing;
 
+use crate::calibration::{self, Calibration, Judged, Machine};
 use crate::chapter;
 use crate::config::Options;
 use crate::contract::front_matter::read_front_matter;
@@ -29,8 +28,8 @@ use crate::diag::has_errors;
 use crate::providers::{Kernel, Provider, Providers};
 use crate::resolve::{self, BookRegistry, Resolved};
 use crate::source::SourceFile;
-use crate::verify::sample::{Domain, Rng, Sample, Verdict};
-use calibration::{Calibration, Judged, Machine};
+use crate::verify::constraints::{Domain, Verdict};
+use crate::verify::sample::{Rng, Sample};
 use fkc_provider::DType;
 use ladder::Rung;
 use mdbook_preprocessor::book::{Book, BookItem};

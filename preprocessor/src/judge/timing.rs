@@ -6,9 +6,9 @@
 //! [`MAX_REPETITIONS`] or at the budget (after at least [`MIN_REPETITIONS`]); a rung whose
 //! predicted share would overrun the budget is not taken.
 
-use super::calibration::{self, LadderPoint, POOR_WORST};
-use super::fit::{self, Point};
 use super::ladder::Rung;
+use crate::calibration::fit::{self, Point};
+use crate::calibration::{self, LadderPoint, POOR_WORST};
 use crate::providers::{CallOutcome, Kernel};
 use crate::verify::run::{self, Fill};
 use crate::verify::sample::{Rng, Sample};

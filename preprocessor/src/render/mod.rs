@@ -5,6 +5,7 @@
 
 pub mod decorate;
 pub mod evidence;
+pub mod judge;
 pub mod plan;
 pub mod pseudo;
 pub mod svg;
@@ -158,13 +159,6 @@ impl Renderer {
         self.render("contract.html", &context)
     }
 
-    /// A contract's measured cost, from the Judge's calibration file.
-    pub fn judge(&self, judge: &crate::judge::figure::JudgeView) -> Result<String, RenderError> {
-        let mut context = Context::new();
-        context.insert("judge", judge);
-        self.render("judge.html", &context)
-    }
-
     /// The banner at the top of a page whose contracts fail (seen in `on-failure = "continue"`).
     pub fn banner(
         &self,
@@ -180,13 +174,13 @@ impl Renderer {
     pub fn inventory(
         &self,
         contracts: &[crate::report::ContractSummary],
-        calibration: Option<&crate::judge::calibration::Calibration>,
+        calibration: Option<&crate::calibration::Calibration>,
         prefix: &str,
     ) -> Result<String, RenderError> {
         let judges: Vec<_> = contracts
             .iter()
             .map(|c| {
-                crate::judge::figure::inventory_judge(calibration, &c.kernel, &c.revision_hash)
+                crate::render::judge::inventory_judge(calibration, &c.kernel, &c.revision_hash)
             })
             .collect();
         let mut context = Context::new();

@@ -132,6 +132,9 @@ pub struct ContractView {
     /// What verified it: the tool's version and the gate's settings (no timestamp, so two
     /// builds stay byte-identical).
     pub verified_with: String,
+    /// The Judge's measurements of the kernel, from the calibration file (shown before the
+    /// contract's source), when it measured this contract.
+    pub judge: Option<super::judge::JudgeView>,
 }
 
 /// The provider card rendered in place of the front matter.
@@ -252,6 +255,7 @@ pub fn contract_view(
         worked: None,
         semantics: None,
         verified_with: String::new(),
+        judge: None,
     }
 }
 

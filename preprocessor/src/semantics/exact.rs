@@ -9,7 +9,7 @@
 //! bound holds for `f64` kernels as well.
 
 use super::ast::{AssignOp, CmpOp};
-use super::float::{NanPolicy, gamma, largest, smallest_subnormal, unit_roundoff};
+use super::float::{NanPolicy, erf, gamma, largest, smallest_subnormal, unit_roundoff};
 use super::ir::{Func, ValOp};
 use super::run::Arith;
 use fkc_provider::DType;
@@ -737,55 +737,6 @@ impl Arith for Exact {
             _ => value.value,
         }
     }
-}
-
-/// The error function (Abramowitz and Stegun 7.1.26 refined by a Taylor series near zero and an
-/// asymptotic tail; accurate to about 1e-15 relative, far below any dtype's allowance).
-pub fn erf(x: f64) -> f64 {
-    if x.is_nan() {
-        return f64::NAN;
-    }
-    if x < 0.0 {
-        return -erf(-x);
-    }
-    if x < 2.5 {
-        // Maclaurin series: erf(x) = 2/√π Σ (−1)^n x^(2n+1) / (n! (2n+1))
-        let mut sum = 0.0;
-        let mut term = x;
-        let x2 = x * x;
-        for n in 0..200 {
-            let add = term / (2 * n + 1) as f64;
-            sum += add;
-            if add.abs() < 1e-17 * sum.abs() {
-                break;
-            }
-            term *= -x2 / (n + 1) as f64;
-        }
-        return sum * std::f64::consts::FRAC_2_SQRT_PI;
-    }
-    if x > 6.0 {
-        return 1.0;
-    }
-    // erfc by its continued fraction (Lentz), for 2.5 <= x <= 6.
-    let tiny = 1e-300;
-    let mut f = x;
-    let mut c = x;
-    let mut d = 0.0;
-    for n in 1..300 {
-        let a = n as f64 / 2.0;
-        d = x + a * d;
-        d = if d.abs() < tiny { tiny } else { d };
-        c = x + a / c;
-        c = if c.abs() < tiny { tiny } else { c };
-        d = 1.0 / d;
-        let delta = c * d;
-        f *= delta;
-        if (delta - 1.0).abs() < 1e-16 {
-            break;
-        }
-    }
-    let erfc = (-x * x).exp() / (f * std::f64::consts::PI.sqrt());
-    1.0 - erfc
 }
 
 #[cfg(test)]

@@ -198,13 +198,13 @@ impl Arith for Rounded {
             (Func::Sqrt, DType::F64) => x.sqrt(),
             (Func::Rsqrt, DType::F64) => 1.0 / x.sqrt(),
             (Func::Tanh, DType::F64) => x.tanh(),
-            (Func::Erf, DType::F64) => super::exact::erf(x),
+            (Func::Erf, DType::F64) => super::float::erf(x),
             (Func::Exp, _) => in_f32(f32::exp),
             (Func::Log, _) => in_f32(f32::ln),
             (Func::Sqrt, _) => in_f32(f32::sqrt),
             (Func::Rsqrt, _) => in_f32(|v| 1.0 / v.sqrt()),
             (Func::Tanh, _) => in_f32(f32::tanh),
-            (Func::Erf, _) => round(super::exact::erf(x), dtype),
+            (Func::Erf, _) => round(super::float::erf(x), dtype),
         }
     }
 

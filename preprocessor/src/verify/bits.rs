@@ -10,6 +10,7 @@ use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::diag::Code;
 use crate::providers::Kernel;
+use crate::semantics::float::{canonical_nan, hex_width, is_nan, layout};
 use fkc_provider::DType;
 
 /// The NaN bit patterns a contract allows in its outputs.
@@ -30,29 +31,6 @@ impl NanBits {
             NanBits::Any => "any",
         }
     }
-}
-
-/// (sign bit, exponent mask, quiet bit) of `dtype`'s bit patterns.
-fn layout(dtype: DType) -> (u64, u64, u64) {
-    match dtype {
-        DType::F64 => (1 << 63, 0x7ff0_0000_0000_0000, 1 << 51),
-        DType::F32 => (1 << 31, 0x7f80_0000, 1 << 22),
-        DType::BF16 => (1 << 15, 0x7f80, 1 << 6),
-        DType::F16 => (1 << 15, 0x7c00, 1 << 9),
-    }
-}
-
-/// Whether `bits` is a NaN of `dtype`.
-pub(crate) fn is_nan(bits: u64, dtype: DType) -> bool {
-    let (sign, exponent, _) = layout(dtype);
-    let magnitude = bits & !sign;
-    magnitude & exponent == exponent && magnitude != exponent
-}
-
-/// The canonical quiet NaN of `dtype`: positive, the quiet bit its only payload.
-pub(crate) fn canonical_nan(dtype: DType) -> u64 {
-    let (_, exponent, quiet) = layout(dtype);
-    exponent | quiet
 }
 
 /// Whether a NaN output with `bits` is one `rule` allows, given the operands' NaNs.
@@ -166,15 +144,6 @@ impl Gate<'_> {
         ));
         diagnostic.notes.push("the contract claims bits (an `order`, `max_ulp: 0` or bitwise determinism), so a NaN's sign and payload are part of the result".to_owned());
         diagnostic.help.push("return the NaN the rule names (the reference backend stores the canonical quiet NaN), or state the rule the kernel follows in `precision.nan_bits`".to_owned());
-    }
-}
-
-/// Hex digits of a bit pattern of `dtype`, with the `0x`.
-pub(super) fn hex_width(dtype: DType) -> usize {
-    2 + match dtype {
-        DType::F64 => 16,
-        DType::F32 => 8,
-        DType::BF16 | DType::F16 => 4,
     }
 }
 

@@ -5,7 +5,9 @@
 //! Interval arithmetic here is conservative: an expression it cannot bound is never used as
 //! proof.
 
-use super::sample::{DIMS, Domain, PARAMS};
+use super::sample::{DIMS, PARAMS};
+
+use super::constraints::Domain;
 use crate::contract::resolved::ShapeRule;
 use crate::expr::{BinOp, Expr, ExprKind, UnOp, floor_div};
 use fkc_provider::{DType, ParamKind};

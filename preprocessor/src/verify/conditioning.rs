@@ -19,7 +19,7 @@ const DESIGNED_SAMPLES: usize = 8;
 
 /// Operands designed to break one kind of claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Designed {
+enum Designed {
     /// Exponents spread wide with mixed signs: sums that cancel (a stated precision).
     IllConditioned,
     /// `+0.0`, `-0.0` and `-1.0`: results that are zeros of either sign (a bitwise claim).
@@ -131,9 +131,27 @@ impl Gate<'_> {
         true
     }
 
+    /// [`Gate::designed_one`] on the operands `check` designs (a shrink's replay); `None` for
+    /// a check that designs none.
+    pub(super) fn designed_replay(
+        &mut self,
+        check: Check,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        seed: u64,
+    ) -> Option<bool> {
+        let designed = match check {
+            Check::Conditioning => Designed::IllConditioned,
+            Check::SignedZeros => Designed::SignedZeros,
+            _ => return None,
+        };
+        self.designed_one(designed, kernel, dtype, sample, seed)
+    }
+
     /// One sample on `designed` operands chosen by `seed`: `Some(false)` after reporting a
     /// value the contract does not allow, `None` when nothing could be compared.
-    pub(super) fn designed_one(
+    fn designed_one(
         &mut self,
         designed: Designed,
         kernel: &Kernel<'_>,

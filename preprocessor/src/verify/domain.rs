@@ -1,8 +1,9 @@
 //! The contract's domain: admitted samples and samples breaking exactly one constraint, drawn
 //! with bounded effort; each constraint must be needed (a sample breaking it alone is rejected).
 
+use super::constraints::Verdict;
 use super::run::{Outcome, Runs, call};
-use super::sample::{Rng, Sample, Verdict};
+use super::sample::{Rng, Sample};
 use super::{Admitted, Breaking, Gate, VerifyOptions};
 use crate::diag::Code;
 use crate::providers::Kernel;

@@ -4,8 +4,9 @@
 //! it 1 (one thread), at the main instruction-set level, and the bits must be the same.
 
 use super::Gate;
+use super::constraints::Verdict;
 use super::run::{Accepted, Outcome, call};
-use super::sample::{Param, Sample, Verdict};
+use super::sample::{Param, Sample};
 use super::shrink::sample_note;
 use crate::diag::Code;
 use crate::providers::Kernel;

@@ -16,6 +16,7 @@ mod admitted;
 pub(crate) mod bits;
 mod bounds;
 mod conditioning;
+pub mod constraints;
 mod cost;
 mod coverage;
 mod domain;
@@ -50,8 +51,9 @@ use crate::diag::{Code, Diagnostic};
 use crate::import::Import;
 use crate::providers::{Kernel, Provider};
 use crate::source::SourceFile;
+use constraints::Domain;
 use fkc_provider::DType;
-use sample::{Domain, Sample};
+use sample::Sample;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -455,7 +457,7 @@ mod tests {
             let sample = shown_sample(diagnostic);
             let verdict = gate.domain.verdict(&sample, DType::F32);
             assert_eq!(
-                matches!(verdict, sample::Verdict::Breaks { .. }),
+                matches!(verdict, constraints::Verdict::Breaks { .. }),
                 breaking,
                 "{verdict:?}"
             );

@@ -340,7 +340,7 @@ impl Gate<'_> {
 
 /// The first element whose bits differ, with both patterns.
 fn first_difference(main: &[Vec<u64>], other: &[Vec<u64>], dtype: DType) -> String {
-    let width = super::bits::hex_width(dtype);
+    let width = crate::semantics::float::hex_width(dtype);
     for (output, (a, b)) in main.iter().zip(other).enumerate() {
         if let Some(at) = a.iter().zip(b).position(|(x, y)| x != y) {
             return format!(

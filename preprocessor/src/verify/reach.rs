@@ -10,8 +10,9 @@
 
 use std::collections::BTreeSet;
 
+use super::constraints::Verdict;
 use super::run::{Outcome, call};
-use super::sample::{Rng, Sample, Verdict};
+use super::sample::{Rng, Sample};
 use super::shrink::{Check, Keep, Replay};
 use super::{Admitted, Gate};
 use crate::providers::{Crash, Kernel};

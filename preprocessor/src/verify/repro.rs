@@ -1,7 +1,9 @@
 //! `mdbook-fkc repro`: one sample of one contract run again through the check that reported it,
 //! with the operand seed it used, by the gate's own code ([`Gate::replay`]).
 
-use super::sample::{Rng, Sample, Verdict};
+use super::sample::{Rng, Sample};
+
+use super::constraints::Verdict;
 use super::shrink::{Check, Keep, Replay};
 use super::{Gate, entry_kernels, named};
 use crate::contract::raw::RawContract;

@@ -2,7 +2,9 @@
 //! taken from the sample by the kernel's own field descriptions, through the entry point (or the
 //! executor, for a dtype no entry point declares).
 
-use super::sample::{Domain, Rng, Sample};
+use super::sample::{Rng, Sample};
+
+use super::constraints::Domain;
 use crate::providers::{CallOutcome, Crash, How, Kernel, Traced};
 use fkc_provider::{AnyTensor, DType, EntryPointInfo, Operand, ParamValue, ParamValues};
 
@@ -352,7 +354,7 @@ fn input_nans(operands: &[Option<Operand>]) -> std::collections::BTreeSet<u64> {
             o.storage()
                 .to_bits()
                 .into_iter()
-                .filter(move |b| crate::verify::bits::is_nan(*b, dtype))
+                .filter(move |b| crate::semantics::float::is_nan(*b, dtype))
         })
         .collect()
 }

@@ -6,8 +6,9 @@
 //! index outside its tensor, an element never written) is reported in the pseudo-code.
 
 use super::Gate;
+use super::constraints::Domain;
 use super::run::{Input, operand_named};
-use super::sample::{Domain, Sample};
+use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::contract::raw::RawContract;
 use crate::contract::semantic::Semantics;

@@ -4,8 +4,8 @@
 //! names the smallest sample with a one-line reproduction command.
 
 use super::Gate;
-use super::conditioning::Designed;
-use super::sample::{Domain, Param, Sample, Verdict};
+use super::constraints::{Domain, Verdict};
+use super::sample::{Param, Sample};
 use crate::diag::Code;
 use crate::providers::Kernel;
 use fkc_provider::DType;
@@ -244,12 +244,8 @@ impl<'a> Gate<'a> {
             (Check::Special, Verdict::Admitted { .. }) => {
                 self.special_one(kernel, dtype, sample, seed).passed()
             }
-            (Check::Conditioning, Verdict::Admitted { .. }) => {
-                self.designed_one(Designed::IllConditioned, kernel, dtype, sample, seed)
-                    != Some(false)
-            }
-            (Check::SignedZeros, Verdict::Admitted { .. }) => {
-                self.designed_one(Designed::SignedZeros, kernel, dtype, sample, seed) != Some(false)
+            (check @ (Check::Conditioning | Check::SignedZeros), Verdict::Admitted { .. }) => {
+                self.designed_replay(check, kernel, dtype, sample, seed) != Some(false)
             }
             (Check::Layout, Verdict::Admitted { .. }) => {
                 self.layout_one(kernel, dtype, sample, seed).is_some()

@@ -7,8 +7,9 @@
 //! Inf, makes in some order.
 
 use super::Gate;
+use super::constraints::Verdict;
 use super::run::{Fill, Outcome, call_filled};
-use super::sample::{Sample, Verdict};
+use super::sample::Sample;
 use super::semantic::{Elements, Mode};
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::diag::Code;

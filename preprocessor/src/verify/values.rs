@@ -328,7 +328,7 @@ fn allowance(
 
 /// The bit pattern of `value` in `dtype` (exact for a value the dtype holds), in hex.
 fn dtype_bits(value: f64, dtype: DType) -> String {
-    let width = super::bits::hex_width(dtype);
+    let width = crate::semantics::float::hex_width(dtype);
     match fkc_provider::AnyTensor::from_f64(dtype, &[1], &[value]) {
         Ok(t) => format!("{:#0width$x}", t.to_bits().first().copied().unwrap_or(0)),
         Err(_) => "?".to_owned(),

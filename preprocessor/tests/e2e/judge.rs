@@ -93,6 +93,14 @@ fn the_page_shows_the_measured_cost_only_when_the_calibration_exists() {
     assert!(with.matches("fkc-judge-point").count() >= 4);
     assert!(with.contains("GB/s") || with.contains("GFLOP/s"));
     assert!(!with.contains("stale calibration"));
+    // The measured cost is a part of the contract's card, just before its source.
+    let judged = with.find("Measured cost (the Judge)").unwrap();
+    let source = with.find("<details class=\"fkc-source\">").unwrap();
+    assert!(judged < source);
+    assert!(
+        !with[judged..source].contains("fkc-card"),
+        "in the same card"
+    );
 }
 
 #[test]

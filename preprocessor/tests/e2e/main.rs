@@ -12,6 +12,7 @@ mod diagnostics_index;
 mod faults;
 mod hostile;
 mod judge;
+mod layers;
 mod mutations;
 mod page;
 mod protocol;

@@ -6,7 +6,9 @@
 //! sample: one variable changed, with the dims that the contract ties to others
 //! (`b.dim[0] == w.dim[0]`) following.
 
-use super::super::sample::{Domain, Param, Rng, Sample, Verdict};
+use super::super::sample::{Param, Rng, Sample};
+
+use super::super::constraints::{Domain, Verdict};
 use fkc_provider::DType;
 use std::collections::HashSet;
 

@@ -6,8 +6,9 @@
 //! terms' own magnitude `Σ|term|` (beyond, it says nothing). An exact computation (a
 //! selection), no family, or no error at any length: no plot.
 
+use super::super::constraints::Domain;
 use super::super::run::{Fill, Input, arguments, oracle_inputs};
-use super::super::sample::{Domain, Sample};
+use super::super::sample::Sample;
 use super::super::semantic::{Elements, Mode, Traces, evaluate, zero_inputs};
 use super::candidates::{self, Var};
 use super::{Drift, DriftPoint};

@@ -4,8 +4,9 @@
 //! for a selection, one of the traced element's reads made NaN), and its figure drawn with
 //! what the kernel returned.
 
+use super::super::constraints::Domain;
 use super::super::run::{Input, params};
-use super::super::sample::{Domain, Sample};
+use super::super::sample::Sample;
 use super::super::semantic::{Elements, Mode, evaluate, nan_policy};
 use super::candidates;
 use super::figure::{self, Combine};

@@ -11,7 +11,9 @@ mod example;
 mod figure;
 mod focus;
 
-use super::sample::{Domain, Sample};
+use super::sample::Sample;
+
+use super::constraints::Domain;
 use crate::providers::Kernel;
 use fkc_provider::DType;
 

@@ -4,7 +4,7 @@
 //! figures, and the verdict; or, when the contract changed since it was measured, that the
 //! calibration is stale. Built from the file alone: the build never times anything.
 
-use super::calibration::{Calibration, Judged};
+use crate::calibration::{Calibration, Judged};
 use serde::Serialize;
 
 /// The calibration as a contract's page shows it (the `judge.html` template's `j`).
@@ -156,25 +156,6 @@ fn shown_verdict(judged: &Judged) -> String {
     }
 }
 
-/// A contract's page HTML with its measured cost added (before the contract's source, or at the
-/// end), when `calibration` measured `kernel`; `render` turns the view into HTML.
-pub fn attach<E>(
-    html: String,
-    calibration: Option<&Calibration>,
-    kernel: &str,
-    revision_hash: &str,
-    render: impl FnOnce(&JudgeView) -> Result<String, E>,
-) -> Result<String, E> {
-    let Some(view) = calibration.and_then(|c| view(c, kernel, revision_hash)) else {
-        return Ok(html);
-    };
-    let judged = render(&view)?;
-    Ok(match html.rfind("<details class=\"fkc-source\">") {
-        Some(at) => format!("{}{judged}{}", &html[..at], &html[at..]),
-        None => format!("{html}{judged}"),
-    })
-}
-
 const WIDTH: f64 = 380.0;
 const HEIGHT: f64 = 230.0;
 const LEFT: f64 = 58.0;
@@ -207,7 +188,7 @@ fn escape(text: &str) -> String {
 /// The log-log figure: measured time (points) and the fitted model (line) against the axis.
 pub fn svg(judged: &Judged) -> String {
     let by_bytes = judged.axis == "bytes_moved";
-    let x_of = |p: &super::calibration::LadderPoint| if by_bytes { p.bytes_moved } else { p.flops };
+    let x_of = |p: &crate::calibration::LadderPoint| if by_bytes { p.bytes_moved } else { p.flops };
     let model = judged.fit.as_ref().map(|f| f.model());
     let fitted: Vec<(f64, f64)> = match &model {
         Some(model) => judged
@@ -287,7 +268,7 @@ pub fn svg(judged: &Judged) -> String {
         }
         let residual = judged.residuals.get(index).copied().unwrap_or(0.0);
         // A rung the fit misses by more than the verdict allows is drawn hollow.
-        let (class, fill) = if residual.abs() > super::calibration::POOR_WORST {
+        let (class, fill) = if residual.abs() > crate::calibration::POOR_WORST {
             (
                 "fkc-judge-point fkc-judge-miss",
                 "fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"",
@@ -319,8 +300,8 @@ pub fn svg(judged: &Judged) -> String {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::super::calibration::{FitRecord, LadderPoint, Machine};
     use super::*;
+    use crate::calibration::{FitRecord, LadderPoint, Machine};
 
     pub(crate) fn calibration(hash: &str) -> Calibration {
         Calibration {
@@ -384,29 +365,6 @@ mod tests {
         let svg = view(&calibration, "k", "abc").unwrap().svg.unwrap();
         assert_eq!(svg.matches("fkc-judge-miss").count(), 1, "{svg}");
         assert!(svg.contains("residual -80.0 %"));
-    }
-
-    #[test]
-    fn the_measured_cost_goes_before_the_contract_source() {
-        let calibration = calibration("abc");
-        let html =
-            "<div><h4>Cost</h4><details class=\"fkc-source\">yaml</details></div>".to_owned();
-        let out = attach(html.clone(), Some(&calibration), "k", "abc", |_| {
-            Ok::<_, ()>("<judge/>".to_owned())
-        })
-        .unwrap();
-        assert_eq!(
-            out,
-            "<div><h4>Cost</h4><judge/><details class=\"fkc-source\">yaml</details></div>"
-        );
-        let unmeasured = attach(html.clone(), Some(&calibration), "other", "abc", |_| {
-            Ok::<_, ()>("<judge/>".to_owned())
-        });
-        assert_eq!(unmeasured, Ok(html.clone()));
-        let none = attach(html.clone(), None, "k", "abc", |_| {
-            Ok::<_, ()>(String::new())
-        });
-        assert_eq!(none, Ok(html));
     }
 
     #[test]

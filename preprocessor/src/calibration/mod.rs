@@ -3,7 +3,9 @@
 //! explain the measured times. The book build only reads it; a contract's entry is shown on its
 //! page when its revision hash still matches the contract, and flagged as stale otherwise.
 
-use super::fit::{Fit, Point};
+pub mod fit;
+
+use fit::{Fit, Point};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -168,7 +170,7 @@ pub fn judge_fit(ladder: &[LadderPoint]) -> (Option<FitRecord>, Vec<f64>, &'stat
             ),
         );
     }
-    let Some(fit) = super::fit::fit(&points) else {
+    let Some(fit) = fit::fit(&points) else {
         return (
             None,
             Vec::new(),

@@ -1,0 +1,409 @@
+//! A contract's constraints over samples: where a sample's values bind (each name's slot, the
+//! fields that carry an operand's shape), which constraints hold, the outputs' shapes under the
+//! shape rules, and so what the contract says of the sample (its [`Verdict`]). Fields that carry
+//! an operand's shape are bound to that operand by the backend's description
+//! (`FieldInfo::shape_of`), never guessed from their names.
+
+use super::geometry;
+use super::sample::{DIMS, MAX_VALUE, Param, Rng, Sample, small};
+use crate::contract::raw::RawContract;
+use crate::contract::resolved::{Contract, ShapeRule};
+use crate::expr::{self, Bindings, Value};
+use fkc_provider::{DType, FieldInfo, ParamKind};
+
+/// What the contract says about a sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every constraint holds and every output is defined: the kernel must accept it.
+    Admitted { outputs: Vec<Vec<i64>> },
+    /// Exactly one constraint is false (the rest hold, outputs defined): the kernel must reject it.
+    Breaks { constraint: usize },
+    /// Anything else (several constraints false, undefined arithmetic, undefined outputs).
+    Other,
+}
+
+/// The sampling context of one contract.
+#[derive(Debug, Clone)]
+pub struct Domain<'a> {
+    pub raw: &'a RawContract,
+    pub contract: &'a Contract,
+    /// How a sample is bound, from the kernel's parameter descriptions (which fields carry
+    /// which operand's shape).
+    layout: Layout<'a>,
+}
+
+/// Where a sample's values are bound, worked out once per domain: each name's slot in the
+/// contract's frame (so no name is searched per sample), the op-param fields drawn and their
+/// kinds, and the fields that carry an operand's shape.
+#[derive(Debug, Clone)]
+struct Layout<'a> {
+    dtype_bytes: Option<usize>,
+    /// Each declared input's slot, in contract order (the order drawn samples list them).
+    inputs: Vec<Option<usize>>,
+    /// Each drawn op-param field: (name, kind, slot), in contract order.
+    drawn: Vec<(&'a str, ParamKind, Option<usize>)>,
+    /// Each field that carries an operand's shape: (field name, slot, operand name).
+    shaped: Vec<(&'a str, Option<usize>, &'a str)>,
+    /// Each predicate's slot, as the contract lists them.
+    predicates: Vec<Option<usize>>,
+    /// Each output's slot, as the contract lists them.
+    outputs: Vec<Option<usize>>,
+}
+
+impl<'a> Layout<'a> {
+    fn of(raw: &'a RawContract, contract: &Contract, kernel_params: &'a [FieldInfo]) -> Self {
+        let slots = &contract.slots;
+        let shape_of = |field: &str| {
+            kernel_params
+                .iter()
+                .find(|f| f.name == field)
+                .and_then(|f| f.shape_of.as_deref())
+        };
+        let fields = || raw.op_params.iter().flat_map(|p| &p.fields);
+        Layout {
+            dtype_bytes: slots.slot("dtype_bytes"),
+            inputs: raw
+                .inputs
+                .iter()
+                .map(|i| slots.slot(&i.name.value))
+                .collect(),
+            drawn: fields()
+                .filter(|field| shape_of(&field.name.value).is_none())
+                .filter_map(|field| {
+                    let name = field.name.value.as_str();
+                    Some((name, ParamKind::parse(&field.kind.value)?, slots.slot(name)))
+                })
+                .collect(),
+            shaped: fields()
+                .filter_map(|field| {
+                    let name = field.name.value.as_str();
+                    Some((name, slots.slot(name), shape_of(name)?))
+                })
+                .collect(),
+            predicates: contract
+                .predicates
+                .iter()
+                .map(|(n, _)| slots.slot(n))
+                .collect(),
+            outputs: contract
+                .outputs
+                .iter()
+                .map(|o| slots.slot(&o.name))
+                .collect(),
+        }
+    }
+}
+
+impl<'a> Domain<'a> {
+    /// The domain of `contract`, sampled with the parameter descriptions of one of its kernels.
+    pub fn new(
+        raw: &'a RawContract,
+        contract: &'a Contract,
+        kernel_params: &'a [FieldInfo],
+    ) -> Self {
+        Domain {
+            raw,
+            contract,
+            layout: Layout::of(raw, contract, kernel_params),
+        }
+    }
+}
+
+impl Domain<'_> {
+    /// The op-param fields drawn (those that carry no operand's shape), with their kinds.
+    pub fn drawn_params(&self) -> impl Iterator<Item = (&str, ParamKind)> {
+        self.layout
+            .drawn
+            .iter()
+            .map(|&(name, kind, _)| (name, kind))
+    }
+
+    /// The fields that carry an operand's shape: (field, operand).
+    pub fn shaped_fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.layout.shaped.iter().map(|&(field, _, of)| (field, of))
+    }
+
+    /// Draws one candidate.
+    pub fn draw(&self, rng: &mut Rng) -> Sample {
+        let inputs = self
+            .raw
+            .inputs
+            .iter()
+            .map(|input| {
+                let max = crate::contract::raw::MAX_RANK as u64;
+                let rank = input.rank.as_ref().map_or(1, |r| r.value.min(max));
+                let dims = (0..rank)
+                    .map(|_| rng.range(*DIMS.start(), *DIMS.end()))
+                    .collect();
+                let optional = input.is_optional();
+                (
+                    input.name.value.clone(),
+                    dims,
+                    !optional || rng.range(0, 1) == 1,
+                )
+            })
+            .collect();
+        let params = self
+            .layout
+            .drawn
+            .iter()
+            .map(|&(name, kind, _)| {
+                let param = match kind {
+                    ParamKind::Usize => Param::Int(small(rng)),
+                    ParamKind::UsizePair => Param::Ints(vec![small(rng), small(rng)]),
+                    ParamKind::UsizeArray4 => Param::Ints((0..4).map(|_| small(rng)).collect()),
+                };
+                (name.to_owned(), param)
+            })
+            .collect();
+        Sample { inputs, params }
+    }
+
+    /// `sample` with input `name` present, each of its dims that a constraint writes as
+    /// `name.dim[k] == EXPR` (either side) set to that expression's value.
+    pub fn with_present(&self, sample: &Sample, name: &str, dtype: DType) -> Sample {
+        let mut candidate = sample.clone();
+        for input in candidate.inputs.iter_mut().filter(|(n, _, _)| n == name) {
+            input.2 = true;
+        }
+        self.tie(&mut candidate, Some(name), dtype);
+        candidate
+    }
+
+    /// `sample` with every dim of a present input that a constraint writes as
+    /// `INPUT.dim[k] == EXPR` (either side) set to that expression's value, in constraint
+    /// order: a sample grown in one dim, with the dims tied to it following.
+    pub fn tied(&self, sample: &Sample, dtype: DType) -> Sample {
+        let mut candidate = sample.clone();
+        self.tie(&mut candidate, None, dtype);
+        candidate
+    }
+
+    /// Sets the dims equality constraints tie (of input `only`, or of every present input).
+    fn tie(&self, candidate: &mut Sample, only: Option<&str>, dtype: DType) {
+        for (_, constraint) in &self.contract.input_constraints {
+            let expr::ExprKind::Binary {
+                op: expr::BinOp::Eq,
+                lhs,
+                rhs,
+                ..
+            } = &constraint.expr.kind
+            else {
+                continue;
+            };
+            for (side, other) in [(lhs, rhs), (rhs, lhs)] {
+                let target = candidate
+                    .inputs
+                    .iter()
+                    .filter(|(n, _, present)| *present && only.is_none_or(|o| o == n))
+                    .find_map(|(n, _, _)| dim_of(side, n).map(|axis| (n.clone(), axis)));
+                let Some((name, axis)) = target else {
+                    continue;
+                };
+                let bindings = self.bindings(candidate, dtype);
+                let value = expr::eval(other, &bindings).ok().and_then(|v| v.as_int());
+                if let Some(value) = value.filter(|v| (1..=MAX_VALUE).contains(v))
+                    && let Some(slot) = candidate
+                        .inputs
+                        .iter_mut()
+                        .find(|(n, _, _)| *n == name)
+                        .and_then(|(_, dims, _)| dims.get_mut(axis))
+                {
+                    *slot = value;
+                }
+                break;
+            }
+        }
+    }
+
+    /// Bindings for evaluating the contract's expressions on a sample (outputs excluded).
+    pub fn bindings(&self, sample: &Sample, dtype: DType) -> Bindings {
+        let layout = &self.layout;
+        let mut bindings = Bindings::framed(&self.contract.slots);
+        let bytes = Value::Int(i64::try_from(dtype.size_bytes()).unwrap_or(0));
+        bindings.insert_at(layout.dtype_bytes, "dtype_bytes", bytes);
+        // A sample lists its inputs and parameters in contract order unless it was written by
+        // hand (`repro`); `insert_at` checks the slot's name, so either way each lands right.
+        for (index, (name, dims, present)) in sample.inputs.iter().enumerate() {
+            let slot = layout.inputs.get(index).copied().flatten();
+            // An absent optional input has no elements: its dims read as 0.
+            let value = if *present {
+                Value::operand(dims)
+            } else {
+                Value::operand(&vec![0; dims.len()])
+            };
+            bindings.insert_at(slot, name, value);
+        }
+        for (index, (name, param)) in sample.params.iter().enumerate() {
+            let slot = layout.drawn.get(index).and_then(|(_, _, slot)| *slot);
+            bindings.insert_at(slot, name, param.value());
+        }
+        for &(field, slot, of) in &layout.shaped {
+            if let Some(dims) = sample.dims(of) {
+                bindings.insert_at(slot, field, Value::ints(dims));
+            }
+        }
+        for ((name, definition), slot) in self.contract.predicates.iter().zip(&layout.predicates) {
+            if let Ok(value) = expr::eval(definition, &bindings) {
+                bindings.insert_at(*slot, name, value);
+            }
+        }
+        bindings
+    }
+
+    /// Every output's dims under the shape rules, when all are defined and ≥ 1.
+    pub fn outputs(&self, sample: &Sample, bindings: &Bindings) -> Option<Vec<Vec<i64>>> {
+        self.contract
+            .outputs
+            .iter()
+            .map(|output| {
+                let dims = match output.shape.as_ref()? {
+                    ShapeRule::Conv2d => geometry::conv2d(sample)?,
+                    ShapeRule::ConvTranspose2d => geometry::conv_transpose2d(sample)?,
+                    // Stops at the first dimension that is undefined or below 1.
+                    ShapeRule::FromParams(dims) => dims
+                        .iter()
+                        .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int().filter(|d| *d >= 1))
+                        .collect::<Option<Vec<i64>>>()?,
+                };
+                dims.iter().all(|d| *d >= 1).then_some(dims)
+            })
+            .collect()
+    }
+
+    /// Adds the outputs (and the fields that carry their shape) to the bindings.
+    pub fn bind_outputs(&self, bindings: &mut Bindings, outputs: &[Vec<i64>]) {
+        let slots = self.layout.outputs.iter();
+        for ((output, dims), slot) in self.contract.outputs.iter().zip(outputs).zip(slots) {
+            bindings.insert_at(*slot, &output.name, Value::operand(dims));
+            for &(field, slot, of) in &self.layout.shaped {
+                if of == output.name {
+                    bindings.insert_at(slot, field, Value::ints(dims));
+                }
+            }
+        }
+    }
+
+    /// The constraints a sample breaks — `None` as soon as two are false or one cannot be
+    /// evaluated (a zero divisor, an overflow): such a sample is neither admitted nor breaking.
+    fn broken_constraint(&self, sample: &Sample, bindings: &Bindings) -> Option<Option<usize>> {
+        let present = |input: &str| {
+            sample
+                .inputs
+                .iter()
+                .any(|(name, _, present)| name == input && *present)
+        };
+        let inputs = self.contract.input_constraints.iter();
+        let applying = inputs
+            .map(|(input, constraint)| present(input).then_some(constraint))
+            .chain(self.contract.param_constraints.iter().map(|(_, c)| Some(c)));
+        let mut broken = None;
+        for (index, constraint) in applying.enumerate() {
+            let Some(constraint) = constraint else {
+                continue;
+            };
+            if !expr::eval(&constraint.expr, bindings).ok()?.as_bool()? {
+                if broken.is_some() {
+                    return None;
+                }
+                broken = Some(index);
+            }
+        }
+        Some(broken)
+    }
+
+    /// Whether `condition` (a fast path's `when`) holds on an admitted sample with its outputs.
+    pub fn holds(
+        &self,
+        condition: &expr::Expr,
+        sample: &Sample,
+        outputs: &[Vec<i64>],
+        dtype: DType,
+    ) -> bool {
+        let mut bindings = self.bindings(sample, dtype);
+        self.bind_outputs(&mut bindings, outputs);
+        expr::eval(condition, &bindings)
+            .ok()
+            .and_then(|v| v.as_bool())
+            == Some(true)
+    }
+
+    /// The constraint parts written as `a || b || …`: (part index, alternatives), numbered as
+    /// [`Verdict::Breaks`] numbers parts.
+    pub fn alternatives(&self) -> Vec<(usize, Vec<&expr::Expr>)> {
+        let parts = self.contract.input_constraints.iter().map(|(_, c)| c);
+        let parts = parts.chain(self.contract.param_constraints.iter().map(|(_, c)| c));
+        parts
+            .enumerate()
+            .filter_map(|(index, part)| {
+                let alternatives = disjuncts(&part.expr);
+                (alternatives.len() > 1).then_some((index, alternatives))
+            })
+            .collect()
+    }
+
+    /// Whether, on `sample`, alternative `which` is the only one of `alternatives` that holds.
+    pub fn alone(
+        &self,
+        alternatives: &[&expr::Expr],
+        which: usize,
+        sample: &Sample,
+        dtype: DType,
+    ) -> bool {
+        let bindings = self.bindings(sample, dtype);
+        alternatives.iter().enumerate().all(|(index, alternative)| {
+            let holds = expr::eval(alternative, &bindings)
+                .ok()
+                .and_then(|v| v.as_bool());
+            holds == Some(index == which)
+        })
+    }
+
+    /// Classifies a sample.
+    pub fn verdict(&self, sample: &Sample, dtype: DType) -> Verdict {
+        let bindings = self.bindings(sample, dtype);
+        let Some(broken) = self.broken_constraint(sample, &bindings) else {
+            return Verdict::Other;
+        };
+        let Some(outputs) = self.outputs(sample, &bindings) else {
+            return Verdict::Other;
+        };
+        match broken {
+            None => Verdict::Admitted { outputs },
+            Some(constraint) => Verdict::Breaks { constraint },
+        }
+    }
+}
+
+/// `k` when `e` is `name.dim[k]`.
+fn dim_of(e: &expr::Expr, name: &str) -> Option<usize> {
+    let expr::ExprKind::Index { base, index } = &e.kind else {
+        return None;
+    };
+    let expr::ExprKind::Member { base, field, .. } = &base.kind else {
+        return None;
+    };
+    let expr::ExprKind::Int(k) = index.kind else {
+        return None;
+    };
+    (field == "dim" && matches!(&base.kind, expr::ExprKind::Name(n) if n == name))
+        .then(|| usize::try_from(k).ok())
+        .flatten()
+}
+
+/// The alternatives of a top-level `||` chain (one expression when there is none).
+fn disjuncts(e: &expr::Expr) -> Vec<&expr::Expr> {
+    match &e.kind {
+        expr::ExprKind::Binary {
+            op: expr::BinOp::Or,
+            lhs,
+            rhs,
+            ..
+        } => {
+            let mut all = disjuncts(lhs);
+            all.extend(disjuncts(rhs));
+            all
+        }
+        _ => vec![e],
+    }
+}
