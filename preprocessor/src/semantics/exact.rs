@@ -11,7 +11,7 @@
 use super::ast::{AssignOp, CmpOp};
 use super::float::{NanPolicy, erf, gamma, largest, smallest_subnormal, unit_roundoff};
 use super::ir::{Func, ValOp};
-use super::run::Arith;
+use super::machine::Arith;
 use fkc_provider::DType;
 
 /// The kinds of result a value may have.

@@ -22,7 +22,8 @@
 use super::ast::{AssignOp, CmpOp};
 use super::fast::{self, FastVal, NestPlan, Target};
 use super::ir::{Bool, Func, Int, IntKind, IntOp, Op, Origin, Program, Val, ValKind, ValOp};
-use super::run::{Arith, Counts, Inputs, MAX_STEPS, Outcome, ParamValue};
+use super::ir::{Lowered, LoweredKey as Key, ParamValue};
+use super::machine::{Arith, Counts, Inputs, MAX_STEPS, Outcome};
 use fkc_provider::DType;
 use std::any::Any;
 use std::sync::Arc;
@@ -68,22 +69,6 @@ fn lower<A: Arith>(
     let mut code = Vec::new();
     lower.block(&program.body, &mut code).ok()?;
     Some(code)
-}
-
-/// A program's lowered forms for the samples it ran on lately, by what lowering reads: the
-/// arithmetic (its constants), the run's dtype, the inputs' presence and dims, the outputs' dims
-/// and the parameters (never the values). The gate runs a sample in both arithmetics and often
-/// several times; each lowering is done once.
-#[derive(Default)]
-pub struct Lowered(std::sync::Mutex<Vec<(Key, Arc<dyn Any + Send + Sync>)>>);
-
-#[derive(PartialEq)]
-struct Key {
-    arith: &'static str,
-    dtype: DType,
-    inputs: Vec<Option<Vec<usize>>>,
-    outputs: Vec<Vec<usize>>,
-    params: Vec<ParamValue>,
 }
 
 /// How many samples' forms a program keeps.

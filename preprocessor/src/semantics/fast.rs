@@ -13,96 +13,11 @@
 //! precisely — falls back to the generic walk.
 
 use super::ast::{AssignOp, CmpOp};
-use super::ir::{Bool, Func, Int, IntKind, IntOp, Op, Update, Val, ValKind, ValOp};
+use super::ir::{Bool, Int, IntKind, IntOp, Op, Val, ValKind, ValOp};
 use crate::expr::Span;
-use fkc_provider::DType;
 use std::collections::HashMap;
 
-/// `Σ coeffs[i]·vᵢ + offset` over the nest's variables (outermost first).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Form {
-    pub coeffs: Vec<Int>,
-    pub offset: Int,
-    /// The coefficients use no loop variable or local: evaluated once per run.
-    pub fixed_coeffs: bool,
-    /// The offset as `Σ kₛ·slotₛ + rest` over the slots of the enclosing loops, each `kₛ` and
-    /// `rest` fixed for a run (`None` when it is not linear in them: then evaluated whole).
-    pub split: Option<(Vec<(usize, Int)>, Int)>,
-    /// This form's number among the program's forms (for the per-run cache).
-    pub id: usize,
-}
-
-/// An element access: one form per axis (with the span of its index expression).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Access {
-    pub tensor: usize,
-    pub axes: Vec<(usize, Span)>,
-    pub span: Span,
-}
-
-/// A value expression with its accesses numbered.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FastVal {
-    Const(f64),
-    FromInt(usize, DType),
-    Slot(usize),
-    /// The access with this number in [`NestPlan::reads`].
-    Read(usize),
-    Neg(Box<FastVal>),
-    /// `a[…] * b[…]`: two accesses multiplied (the taps of a convolution or a product).
-    Product(usize, usize, DType),
-    Bin(ValOp, Box<FastVal>, Box<FastVal>, DType),
-    Func(Func, Vec<FastVal>, DType),
-    Cast(Box<FastVal>, DType),
-}
-
-/// What an update writes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Target {
-    Slot(usize),
-    /// The access with this number in [`NestPlan::writes`].
-    Element(usize),
-}
-
-/// One update of the innermost body.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FastUpdate {
-    pub target: Target,
-    pub op: AssignOp,
-    pub value: FastVal,
-    pub update: Update,
-    /// Value operations per execution (for the `ops` count).
-    pub ops: u64,
-    pub span: Span,
-}
-
-/// One loop of the nest.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Level {
-    pub var: usize,
-    pub lo: usize,
-    pub hi: usize,
-    /// Forms that must be `>= 0` for the innermost body to run, whose deepest variable is
-    /// this level's.
-    pub bounds: Vec<usize>,
-}
-
-/// A loop nest, planned.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NestPlan {
-    pub levels: Vec<Level>,
-    pub forms: Vec<Form>,
-    /// Conditions free of the nest's variables (the body runs only when they hold).
-    pub invariant: Vec<Bool>,
-    pub reads: Vec<Access>,
-    pub writes: Vec<Access>,
-    pub updates: Vec<FastUpdate>,
-    /// The innermost loop's iterations are taps.
-    pub taps: bool,
-    /// Each access axis (access number among reads then writes, axis, form), grouped by the
-    /// deepest level whose variable its index uses (the last group: none, checked on entry).
-    pub checks: Vec<Vec<(usize, usize, usize)>>,
-}
+pub use super::ir::{Access, FastUpdate, FastVal, Form, Level, NestPlan, Target};
 
 /// Plans every loop nest of `body` that can be planned, numbering their forms from `*forms`
 /// (the program's count of forms, updated).

@@ -1,7 +1,10 @@
 //! The checked program: every name resolved to a slot (a loop variable or local), a tensor or a
 //! parameter, every expression typed as an index (`i64`), a condition or an element value with
 //! the dtype it is computed in. The interpreter ([`super::run`]) walks this, never the syntax
-//! tree, so no name is looked up while a program runs.
+//! tree, so no name is looked up while a program runs. It also holds what is attached to a
+//! program once: a loop nest's plan ([`NestPlan`], made by [`super::fast`]) and the forms the
+//! executor lowered it to ([`Lowered`], filled by [`super::exec`]), and the parameter values a
+//! run is given ([`ParamValue`]).
 
 use super::ast::{AssignOp, CmpOp};
 use crate::expr::Span;
@@ -234,7 +237,7 @@ pub enum Op {
         taps: bool,
         span: Span,
         /// The compiled form of the loop nest rooted here ([`super::fast`]).
-        plan: Option<Box<super::fast::NestPlan>>,
+        plan: Option<Box<NestPlan>>,
     },
     If {
         cond: Bool,
@@ -299,5 +302,117 @@ pub struct Program {
     /// The program calls `max` or `min` on values (a selection, where NaN policies matter).
     pub selects: bool,
     /// Its forms lowered for the samples it ran on lately ([`super::exec`]'s cache).
-    pub(crate) lowered: super::exec::Lowered,
+    pub(crate) lowered: Lowered,
+}
+
+/// A parameter's value on a sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamValue {
+    Int(i64),
+    Tuple(Vec<i64>),
+}
+
+/// `Σ coeffs[i]·vᵢ + offset` over the nest's variables (outermost first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Form {
+    pub coeffs: Vec<Int>,
+    pub offset: Int,
+    /// The coefficients use no loop variable or local: evaluated once per run.
+    pub fixed_coeffs: bool,
+    /// The offset as `Σ kₛ·slotₛ + rest` over the slots of the enclosing loops, each `kₛ` and
+    /// `rest` fixed for a run (`None` when it is not linear in them: then evaluated whole).
+    pub split: Option<(Vec<(usize, Int)>, Int)>,
+    /// This form's number among the program's forms (for the per-run cache).
+    pub id: usize,
+}
+
+/// An element access: one form per axis (with the span of its index expression).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Access {
+    pub tensor: usize,
+    pub axes: Vec<(usize, Span)>,
+    pub span: Span,
+}
+
+/// A value expression with its accesses numbered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FastVal {
+    Const(f64),
+    FromInt(usize, DType),
+    Slot(usize),
+    /// The access with this number in [`NestPlan::reads`].
+    Read(usize),
+    Neg(Box<FastVal>),
+    /// `a[…] * b[…]`: two accesses multiplied (the taps of a convolution or a product).
+    Product(usize, usize, DType),
+    Bin(ValOp, Box<FastVal>, Box<FastVal>, DType),
+    Func(Func, Vec<FastVal>, DType),
+    Cast(Box<FastVal>, DType),
+}
+
+/// What an update writes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Target {
+    Slot(usize),
+    /// The access with this number in [`NestPlan::writes`].
+    Element(usize),
+}
+
+/// One update of the innermost body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastUpdate {
+    pub target: Target,
+    pub op: AssignOp,
+    pub value: FastVal,
+    pub update: Update,
+    /// Value operations per execution (for the `ops` count).
+    pub ops: u64,
+    pub span: Span,
+}
+
+/// One loop of the nest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    pub var: usize,
+    pub lo: usize,
+    pub hi: usize,
+    /// Forms that must be `>= 0` for the innermost body to run, whose deepest variable is
+    /// this level's.
+    pub bounds: Vec<usize>,
+}
+
+/// A loop nest, planned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestPlan {
+    pub levels: Vec<Level>,
+    pub forms: Vec<Form>,
+    /// Conditions free of the nest's variables (the body runs only when they hold).
+    pub invariant: Vec<Bool>,
+    pub reads: Vec<Access>,
+    pub writes: Vec<Access>,
+    pub updates: Vec<FastUpdate>,
+    /// The innermost loop's iterations are taps.
+    pub taps: bool,
+    /// Each access axis (access number among reads then writes, axis, form), grouped by the
+    /// deepest level whose variable its index uses (the last group: none, checked on entry).
+    pub checks: Vec<Vec<(usize, usize, usize)>>,
+}
+
+/// A program's lowered forms for the samples it ran on lately, by what lowering reads: the
+/// arithmetic (its constants), the run's dtype, the inputs' presence and dims, the outputs' dims
+/// and the parameters (never the values). The gate runs a sample in both arithmetics and often
+/// several times; each lowering is done once.
+#[derive(Default)]
+pub struct Lowered(
+    pub(super) std::sync::Mutex<Vec<(LoweredKey, std::sync::Arc<dyn std::any::Any + Send + Sync>)>>,
+);
+
+/// What a lowering depends on (never the operands' values).
+#[derive(PartialEq)]
+pub(super) struct LoweredKey {
+    pub(super) arith: &'static str,
+    pub(super) dtype: DType,
+    pub(super) inputs: Vec<Option<Vec<usize>>>,
+    pub(super) outputs: Vec<Vec<usize>>,
+    pub(super) params: Vec<ParamValue>,
 }

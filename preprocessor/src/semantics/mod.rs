@@ -48,6 +48,7 @@ pub(crate) mod fast;
 pub mod float;
 pub mod ir;
 mod lexer;
+mod machine;
 mod parser;
 pub mod rounded;
 pub mod run;
@@ -56,9 +57,11 @@ pub mod standard;
 pub use check::{SigTensor, Signature, check};
 pub use error::{SemanticsError, SemanticsErrorKind};
 pub use exact::{Approx, Exact, Kinds};
+pub use ir::ParamValue;
+pub use machine::{Arith, Counts, Inputs, Outcome, Step};
 pub use parser::{MAX_DEPTH, MAX_SOURCE_LEN, parse};
 pub use rounded::Rounded;
-pub use run::{Arith, Counts, Inputs, Outcome, ParamValue, Step, reference, run};
+pub use run::{reference, run};
 
 /// How a token of the pseudo-code is shown on the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

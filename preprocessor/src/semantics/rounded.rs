@@ -7,7 +7,7 @@
 use super::ast::{AssignOp, CmpOp};
 use super::float::NanPolicy;
 use super::ir::{Func, ValOp};
-use super::run::Arith;
+use super::machine::Arith;
 use fkc_provider::DType;
 
 /// Arithmetic in the dtypes, in the written order.
