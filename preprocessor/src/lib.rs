@@ -27,8 +27,8 @@
 //! `resolve` (against the provider's description) → `verify` (the kernels run) → [`cache`],
 //! [`config`] → `calibration` (the Judge's data) → `render` (views, figures, templates) →
 //! `pipeline` (one chapter, in order) → [`preprocessor`] (a book) → `judge` (the Judge's
-//! command). No stage reaches back up: the e2e test `layers` reads every `crate::` path and
-//! fails on one that does.
+//! command). No stage reaches back up and no files import each other in a circle: the e2e
+//! test `layers` reads every `crate::` and `super::` path and fails on either.
 
 pub mod cache;
 mod calibration;
