@@ -16,6 +16,7 @@ pub mod max_pool2d;
 mod pool_fast;
 pub(crate) mod simd;
 mod tile;
+mod workers;
 
 pub use common::max_step;
 pub use contiguize::{contiguize, contiguize_any};

@@ -18,7 +18,7 @@ use pulp::{Simd, WithSimd};
 
 use crate::mutants::{Mutant, active};
 use crate::ops::common::max_step;
-use crate::ops::simd::{Caller, Lane, arch};
+use crate::ops::simd::{Lane, arch};
 use crate::tensor::{Element, RefTensor};
 
 /// A validated pooling geometry (one plane).
@@ -184,22 +184,14 @@ fn pool<A: Lane + Element>(g: &PoolGeometry, x: &[A], threads: usize) -> Option<
         }
     } else {
         fkc_provider::call::took("pool.threads");
-        let caller = Caller::here();
-        std::thread::scope(|scope| {
-            for ((x, out), scratch) in runs {
-                let caller = &caller;
-                scope.spawn(move || {
-                    caller.run(|| {
-                        arch().dispatch(Pool {
-                            g,
-                            reduced_len,
-                            x,
-                            out,
-                            scratch,
-                        })
-                    })
-                });
-            }
+        crate::ops::workers::split(runs.collect(), |((x, out), scratch)| {
+            arch().dispatch(Pool {
+                g,
+                reduced_len,
+                x,
+                out,
+                scratch,
+            })
         });
     }
     Some(out)

@@ -35,7 +35,7 @@ use half::{bf16, f16};
 use pulp::{Simd, WithSimd};
 
 use crate::mutants::{Mutant, active};
-use crate::ops::simd::{Caller, Exact32, Exact64, Lane, RoundBf16, RoundF16, Rounding, arch};
+use crate::ops::simd::{Exact32, Exact64, Lane, RoundBf16, RoundF16, Rounding, arch};
 use crate::tensor::{Element, RefTensor};
 
 /// One kernel column tap of a column phase: output `j` of the phase reads
@@ -416,23 +416,16 @@ fn run_typed<E: Fast>(
         });
     } else {
         fkc_provider::call::took("tile.threads");
-        let caller = Caller::here();
-        let chunks = items.chunks_mut(per).count();
         let idle = usize::from(active(Mutant::LastThreadIdle));
-        std::thread::scope(|scope| {
-            let shares = items.chunks_mut(per).zip(&mut scratches);
-            for (chunk, scratch) in shares.take(chunks - idle) {
-                let (job, caller) = (&job, &caller);
-                scope.spawn(move || {
-                    caller.run(|| {
-                        arch().dispatch(Work::<E> {
-                            job,
-                            items: chunk,
-                            scratch,
-                        })
-                    });
-                });
-            }
+        let mut shares: Vec<_> = items.chunks_mut(per).zip(&mut scratches).collect();
+        shares.truncate(shares.len().saturating_sub(idle));
+        let job = &job;
+        crate::ops::workers::split(shares, |(chunk, scratch)| {
+            arch().dispatch(Work::<E> {
+                job,
+                items: chunk,
+                scratch,
+            })
         });
     }
     drop(items);
