@@ -38,7 +38,7 @@ impl Rng {
 }
 
 /// One op-param value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Param {
     Int(i64),
     Ints(Vec<i64>),

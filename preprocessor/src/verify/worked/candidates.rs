@@ -30,6 +30,7 @@ pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Samp
         domain,
         dtype,
         seen: HashSet::new(),
+        moved: HashSet::new(),
         pool: Vec::new(),
     };
     let all = drawn.iter().chain(admitted.iter().copied());
@@ -40,8 +41,7 @@ pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Samp
     for _ in 0..ROUNDS {
         let next: Vec<Sample> = spread(&frontier, FRONTIER)
             .iter()
-            .flat_map(|s| moves(domain, s, dtype))
-            .filter_map(|s| found.add(s))
+            .flat_map(|s| found.moves(s))
             .collect();
         frontier = next;
     }
@@ -54,18 +54,44 @@ pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Samp
 struct Found<'d, 'a> {
     domain: &'d Domain<'a>,
     dtype: DType,
-    seen: HashSet<String>,
+    /// Every sample met so far (admitted and small or not): each is judged once.
+    seen: HashSet<Key>,
+    /// Every neighbour met before its tied dims were recomputed: the same one ties the same.
+    moved: HashSet<Key>,
     pool: Vec<Sample>,
+}
+
+/// What tells samples of one domain apart: what [`Sample::describe`] writes, without the
+/// names (the same in every sample of a domain) and without formatting a string.
+type Key = (Vec<Option<Vec<i64>>>, Vec<Param>);
+
+fn key(sample: &Sample) -> Key {
+    let inputs = sample.inputs.iter();
+    let dims = inputs.map(|(_, dims, present)| present.then(|| dims.clone()));
+    let params = sample.params.iter().map(|(_, param)| param.clone());
+    (dims.collect(), params.collect())
 }
 
 impl Found<'_, '_> {
     /// Adds a sample that is admitted, small and new; returns it then.
     fn add(&mut self, sample: Sample) -> Option<Sample> {
-        let fits = small(self.domain, &sample, self.dtype) && self.seen.insert(sample.describe());
+        let fits = self.seen.insert(key(&sample)) && small(self.domain, &sample, self.dtype);
         fits.then(|| {
             self.pool.push(sample.clone());
             sample
         })
+    }
+
+    /// [`moves`] of a sample that are admitted, small and new.
+    fn moves(&mut self, sample: &Sample) -> Vec<Sample> {
+        let (domain, dtype) = (self.domain, self.dtype);
+        let moved: Vec<Sample> = sample
+            .neighbours()
+            .filter(|s| self.moved.insert(key(s)))
+            .map(|s| tied(domain, &s, dtype))
+            .chain(with_optionals(domain, sample, dtype).into_iter().skip(1))
+            .collect();
+        moved.into_iter().filter_map(|s| self.add(s)).collect()
     }
 }
 
