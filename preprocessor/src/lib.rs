@@ -22,8 +22,10 @@
 //! ```
 //!
 //! Inside, the modules are layers that only point down, in the data's direction: the ground
-//! (`source`, [`expr`], [`diag`], `revision`, `yaml`, `chapter`, [`report`], `quote`,
-//! [`providers`], [`semantics`]) → [`contract`] (raw, then expressions resolved) → `import`,
+//! (`source`, `parallel`, [`expr`], [`diag`], `revision`, `yaml`, `chapter`, [`report`], `quote`,
+//! [`providers`], [`semantics`]) → [`contract`] (raw, then expressions resolved) → `read` (the
+//! one reading stage: a chapter's front matter and fences read, which the build, `repro`, the
+//! Judge and the planner's pricing all use) → `import`,
 //! `resolve` (against the provider's description) → `verify` (the kernels run) → [`cache`],
 //! [`config`] → `calibration` (the Judge's data) → `render` (views, figures, templates) →
 //! `pipeline` (one chapter, in order) → [`preprocessor`] (a book) → `judge` (the Judge's
@@ -39,10 +41,12 @@ pub mod diag;
 pub mod expr;
 mod import;
 mod judge;
+mod parallel;
 mod pipeline;
 pub mod preprocessor;
 pub mod providers;
 mod quote;
+mod read;
 mod render;
 pub mod report;
 mod resolve;

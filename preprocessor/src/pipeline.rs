@@ -5,14 +5,14 @@
 
 use crate::cache::{Cache, KeyParts};
 use crate::chapter::{self, Fence, FrontMatterBlock};
-use crate::contract::front_matter::{FrontMatter, read_front_matter};
-use crate::contract::raw::{RawContract, read_contract};
-use crate::contract::read_block;
-use crate::contract::resolved::resolve_expressions;
+use crate::contract::front_matter::FrontMatter;
+use crate::contract::raw::RawContract;
 use crate::diag::text::{self, Style};
 use crate::diag::{Code, Diagnostic, has_errors};
+use crate::parallel::parallel_map;
 use crate::providers::{Provider, Providers};
 use crate::quote;
+use crate::read::{self, ChapterRead, FenceRead};
 use crate::render::decorate::decorate;
 use crate::render::plan::BookContracts;
 use crate::render::view::{contract_view, provider_view};
@@ -263,11 +263,12 @@ impl<'r> BookChecker<'r> {
         &mut self,
         chapters: &[ChapterInput<'_>],
     ) -> Vec<Result<ChapterReport, RenderError>> {
-        let read = read_chapters(chapters, self.jobs);
+        let paths: Vec<(&str, &str)> = chapters.iter().map(|c| (c.path, c.content)).collect();
+        let read = read::chapters(&paths, self.jobs);
         let works: Vec<Option<ChapterWork>> = chapters
             .iter()
             .zip(read)
-            .map(|(input, read)| self.begin(input, read?))
+            .map(|(input, read)| self.begin(input.prefix, read?))
             .collect();
         let own = chapters.iter().any(|c| c.page.is_some());
         let book = match &self.book_contracts {
@@ -288,18 +289,16 @@ impl<'r> BookChecker<'r> {
             .collect()
     }
 
-    /// Reads a chapter's front matter and prepares its fences, read by [`read_chapters`].
-    fn begin(&mut self, input: &ChapterInput<'_>, read: ChapterRead) -> Option<ChapterWork> {
+    /// Asks a chapter's provider and prepares its fences, read by [`read::chapters`].
+    fn begin(&mut self, prefix: &str, read: ChapterRead) -> Option<ChapterWork> {
         let ChapterRead {
             source,
             front_block,
+            front,
+            front_found: mut front_diagnostics,
             fences,
         } = read;
         let mut report = ChapterReport::default();
-        let mut front_diagnostics = Vec::new();
-        let front = front_block
-            .as_ref()
-            .and_then(|block| self.front_matter(&source, block, &mut front_diagnostics));
         // Where the chapter's provider failed, when it did (it could not start, greet or
         // describe itself, or serves another registry): its contracts are not verified.
         let mut provider_failed = None;
@@ -332,7 +331,7 @@ impl<'r> BookChecker<'r> {
         // first fence must fail: that fence claims them, so the index can show these codes too.
         let first_claims = fences
             .first()
-            .is_some_and(|(f, _)| f.attributes.should_fail.is_some());
+            .is_some_and(|f| f.fence.attributes.should_fail.is_some());
         let mut inherited = Vec::new();
         if first_claims {
             inherited = front_diagnostics;
@@ -340,17 +339,17 @@ impl<'r> BookChecker<'r> {
             report.diagnostics.extend(front_diagnostics);
         }
         let mut prepared = Vec::new();
-        for (fence, read) in fences {
+        for read in fences {
             let mut context = std::mem::take(&mut inherited);
             if front_block.is_none() {
-                context.push(missing_front_matter(&source, &fence));
+                context.push(missing_front_matter(&source, &read.fence));
             }
             if let Some(at) = &provider_failed {
-                context.extend(not_verified(&source, &fence, &read, at));
+                context.extend(not_verified(&source, &read, at));
             }
             prepared.push(self.prepare(
                 &source,
-                (fence, read),
+                read,
                 front.as_ref(),
                 provider.as_deref(),
                 context,
@@ -363,7 +362,7 @@ impl<'r> BookChecker<'r> {
             provider,
             report,
             prepared,
-            prefix: input.prefix.to_owned(),
+            prefix: prefix.to_owned(),
         })
     }
 
@@ -429,30 +428,17 @@ impl<'r> BookChecker<'r> {
         Ok(report)
     }
 
-    fn front_matter(
-        &self,
-        source: &Arc<SourceFile>,
-        block: &FrontMatterBlock,
-        diagnostics: &mut Vec<Diagnostic>,
-    ) -> Option<FrontMatter> {
-        let yaml = source.slice(block.yaml.clone()).to_owned();
-        let start = block.yaml.start;
-        let (front, found) = read_block(source, &yaml, &|offset| start + offset, read_front_matter);
-        diagnostics.extend(found);
-        diagnostics.iter_mut().for_each(Diagnostic::ensure_help);
-        front
-    }
-
     /// Reads and resolves one fence: everything before the behavioural gate.
     fn prepare(
         &mut self,
         source: &Arc<SourceFile>,
-        (fence, read): (Fence, ReadFence),
+        read: FenceRead,
         front: Option<&FrontMatter>,
         provider: Option<&Provider>,
         inherited: Vec<Diagnostic>,
     ) -> Prepared {
-        let ReadFence {
+        let FenceRead {
+            fence,
             raw,
             found,
             expressions,
@@ -898,32 +884,21 @@ impl BookChecker<'_> {
         line: usize,
         request: &verify::Reproduction,
     ) -> Result<verify::Reproduced, String> {
-        let front_block = chapter::front_matter(content);
-        let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
-        let source = Arc::new(SourceFile::new(path, content));
-        let fence = fences
-            .into_iter()
-            .find(|f| source.line_col(f.block.start).line == line)
-            .ok_or_else(|| format!("no ```fkc fence opens on {path}:{line}"))?;
-        let mut diagnostics = Vec::new();
-        let front = front_block
-            .as_ref()
-            .and_then(|block| self.front_matter(&source, block, &mut diagnostics));
-        let provider = front
-            .as_ref()
-            .and_then(|front| crate::import::check_provider(&source, front, &mut self.providers).0);
-        let prepared = self.prepare(
-            &source,
-            (fence.clone(), read_fence(&source, &fence)),
-            front.as_ref(),
-            provider.as_deref(),
-            diagnostics,
-        );
+        let missing = || format!("no ```fkc fence opens on {path}:{line}");
+        let read = read::chapter(path, content).ok_or_else(missing)?;
+        let source = Arc::clone(&read.source);
+        let work = self.begin("", read).ok_or_else(missing)?;
+        let prepared = work
+            .prepared
+            .iter()
+            .find(|p| source.line_col(p.fence.block.start).line == line)
+            .ok_or_else(missing)?;
+        let front_clean = !has_errors(&work.report.diagnostics);
         let (Some(raw), Some(resolved), Some(provider), true) = (
             &prepared.raw,
             &prepared.resolved,
-            provider.as_deref(),
-            prepared.gated,
+            work.provider.as_deref(),
+            prepared.gated && front_clean,
         ) else {
             return Err(format!(
                 "the contract at {path}:{line} is not verified (it does not import cleanly, or is unverified): run `mdbook-fkc check`"
@@ -946,78 +921,9 @@ fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
-/// A fence's contract as read (YAML and fields) with the problems found, and its expressions
-/// resolved: what needs nothing but the fence, so it runs on the gate's threads.
-#[derive(Default)]
-struct ReadFence {
-    raw: Option<RawContract>,
-    found: Vec<Diagnostic>,
-    /// Present whenever `raw` is.
-    expressions: Option<resolve::Expressions>,
-}
-
-/// A chapter's FKC content found and read, before anything is resolved: what reading needs
-/// nothing else for, so chapters are read in parallel.
-struct ChapterRead {
-    source: Arc<SourceFile>,
-    front_block: Option<FrontMatterBlock>,
-    fences: Vec<(Fence, ReadFence)>,
-}
-
 /// The provider of a fence the gate runs on (`None`: the gate does not run on it).
 fn gated_by<'w>(work: &'w ChapterWork, prepared: &Prepared) -> Option<&'w Provider> {
     work.provider.as_deref().filter(|_| prepared.gated)
-}
-
-/// A chapter's FKC content found, its fences not read yet.
-type Found = (Arc<SourceFile>, Option<FrontMatterBlock>, Vec<Fence>);
-
-/// Reads every chapter on up to `threads` threads: each chapter is searched for its front
-/// matter and fences, then every fence of the book is read (the unit of work is a fence, so a
-/// chapter of many contracts does not hold the others up). `None` for a chapter without FKC
-/// content (it is then left byte-identical).
-fn read_chapters(chapters: &[ChapterInput<'_>], threads: usize) -> Vec<Option<ChapterRead>> {
-    let found = parallel_map(chapters, threads, find_chapter);
-    let fences: Vec<(&Arc<SourceFile>, &Fence)> = found
-        .iter()
-        .flatten()
-        .flat_map(|(source, _, fences)| fences.iter().map(move |fence| (source, fence)))
-        .collect();
-    let mut reads = parallel_map(&fences, threads, |(source, fence)| {
-        read_fence(source, fence)
-    })
-    .into_iter();
-    found
-        .into_iter()
-        .map(|found| {
-            let (source, front_block, fences) = found?;
-            let fences = fences
-                .into_iter()
-                .map(|fence| (fence, reads.next().unwrap_or_default()))
-                .collect();
-            Some(ChapterRead {
-                source,
-                front_block,
-                fences,
-            })
-        })
-        .collect()
-}
-
-/// A chapter's front matter and fences; `None` when it holds no FKC content.
-fn find_chapter(input: &ChapterInput<'_>) -> Option<Found> {
-    let content = input.content;
-    let front_block = chapter::front_matter(content);
-    let fences = chapter::fences(content, front_block.as_ref().map_or(0, |fm| fm.block.end));
-    let front_block = front_block.filter(|fm| !fences.is_empty() || looks_like_fkc(content, fm));
-    if fences.is_empty() && front_block.is_none() {
-        return None;
-    }
-    Some((
-        Arc::new(SourceFile::new(input.path, content)),
-        front_block,
-        fences,
-    ))
 }
 
 /// The contracts of `works` that price worked examples: those of chapters that name their
@@ -1044,61 +950,6 @@ fn priced_with(inputs: &[ChapterInput<'_>], works: &[Option<ChapterWork>]) -> Bo
     contracts
 }
 
-fn read_fence(source: &Arc<SourceFile>, fence: &Fence) -> ReadFence {
-    let (raw, found) = read_block(
-        source,
-        &fence.body,
-        &|offset| fence.file_offset(offset),
-        read_contract,
-    );
-    let expressions = raw.as_ref().map(|raw| resolve_expressions(raw, source));
-    ReadFence {
-        raw,
-        found,
-        expressions,
-    }
-}
-
-/// `work` on every item, on up to `threads` scoped threads, results in the items' order.
-fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let threads = threads.min(items.len());
-    if threads <= 1 {
-        return items.iter().map(work).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let take = || {
-        let mut mine = Vec::new();
-        loop {
-            let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(item) = items.get(index) else {
-                return mine;
-            };
-            mine.push((index, work(item)));
-        }
-    };
-    // The calling thread works too: one thread fewer to start, and its allocator's memory,
-    // already touched, is used again instead of a new thread's.
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (1..threads).map(|_| scope.spawn(take)).collect();
-        let mut done = take();
-        // A worker that panicked passes its panic on, exactly as one thread would have.
-        for worker in workers {
-            done.extend(
-                worker
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            );
-        }
-        done
-    });
-    done.sort_by_key(|(index, _)| *index);
-    done.into_iter().map(|(_, result)| result).collect()
-}
-
 /// The end of an ATX `# Title` line that starts the chapter body, if it has one.
 fn title_end(content: &str, body_start: usize) -> Option<usize> {
     let body = content.get(body_start..)?;
@@ -1114,23 +965,11 @@ fn title_end(content: &str, body_start: usize) -> Option<usize> {
     )
 }
 
-/// Front matter without fences is FKC's only when it says so.
-fn looks_like_fkc(content: &str, block: &FrontMatterBlock) -> bool {
-    content.get(block.yaml.clone()).is_some_and(|yaml| {
-        yaml.lines()
-            .any(|line| line.starts_with("fkc_version") || line.starts_with("provider"))
-    })
-}
-
 /// The error of a contract whose provider failed (at `at`): it was not run at all, so it
 /// fails too (an example that must fail is judged by its own codes).
-fn not_verified(
-    source: &Arc<SourceFile>,
-    fence: &Fence,
-    read: &ReadFence,
-    at: &str,
-) -> Option<Diagnostic> {
-    if fence.attributes.should_fail.is_some() || fence.attributes.unverified {
+fn not_verified(source: &Arc<SourceFile>, read: &FenceRead, at: &str) -> Option<Diagnostic> {
+    let fence = &read.fence;
+    if !read.runs() {
         return None;
     }
     let raw = read.raw.as_ref();

@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::chapter;
-use crate::contract::raw::{RawContract, read_contract};
-use crate::contract::read_block;
+use crate::contract::raw::RawContract;
 use crate::contract::schema::Located;
 use crate::pipeline::BookChecker;
 use crate::render::Renderer;
@@ -21,30 +19,21 @@ fn repo_root() -> PathBuf {
 fn seed() -> (Arc<SourceFile>, Vec<RawContract>) {
     let text =
         std::fs::read_to_string(repo_root().join("book/seed/reference-conv-pool.md")).unwrap();
-    let source = Arc::new(SourceFile::new(
-        "book/seed/reference-conv-pool.md",
-        text.clone(),
-    ));
-    let front = chapter::front_matter(&text).unwrap();
-    let contracts = chapter::fences(&text, front.block.end)
-        .iter()
-        .filter(|fence| fence.attributes.should_fail.is_none())
+    let read = crate::read::chapter("book/seed/reference-conv-pool.md", &text).unwrap();
+    let contracts = read
+        .fences
+        .into_iter()
+        .filter(|fence| fence.fence.attributes.should_fail.is_none())
         .map(|fence| {
-            let (raw, diagnostics) = read_block(
-                &source,
-                &fence.body,
-                &|o| fence.file_offset(o),
-                read_contract,
-            );
             assert!(
-                diagnostics.is_empty(),
+                fence.found.is_empty(),
                 "{:?}",
-                diagnostics.iter().map(|d| &d.message).collect::<Vec<_>>()
+                fence.found.iter().map(|d| &d.message).collect::<Vec<_>>()
             );
-            raw.unwrap()
+            fence.raw.unwrap()
         })
         .collect();
-    (source, contracts)
+    (read.source, contracts)
 }
 
 /// The file text at a value's span, without surrounding quotes, is the value.

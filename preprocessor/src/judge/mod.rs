@@ -19,15 +19,12 @@ pub mod ladder;
 mod timing;
 
 use crate::calibration::{self, Calibration, Judged, Machine};
-use crate::chapter;
 use crate::config::Options;
-use crate::contract::front_matter::read_front_matter;
-use crate::contract::raw::{RawContract, read_contract};
-use crate::contract::read_block;
+use crate::contract::raw::RawContract;
 use crate::diag::has_errors;
 use crate::providers::{Kernel, Provider, Providers};
+use crate::read;
 use crate::resolve::{self, BookRegistry, Resolved};
-use crate::source::SourceFile;
 use crate::verify::constraints::{Domain, Verdict};
 use crate::verify::sample::{Rng, Sample};
 use fkc_provider::DType;
@@ -35,7 +32,6 @@ use ladder::Rung;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::config::Config;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Admitted samples tried as the ladder's base.
 const BASES: usize = 24;
@@ -136,52 +132,34 @@ fn judge_chapter(
     registry: &mut BookRegistry,
     seed: u64,
 ) -> Vec<Judged> {
-    let Some(block) = chapter::front_matter(content) else {
+    let Some(read) = read::chapter(path, content) else {
         return Vec::new();
     };
-    let fences = chapter::fences(content, block.block.end);
-    if fences.is_empty() {
-        return Vec::new();
-    }
-    let source = Arc::new(SourceFile::new(path, content));
-    let yaml = source.slice(block.yaml.clone()).to_owned();
-    let start = block.yaml.start;
-    let (front, found) = read_block(&source, &yaml, &|o| start + o, read_front_matter);
-    let Some(front) = front.filter(|_| !has_errors(&found)) else {
+    let Some(front) = read.clean_front() else {
         return Vec::new();
     };
-    let (provider, found) = crate::import::check_provider(&source, &front, providers);
+    let (provider, found) = crate::import::check_provider(&read.source, front, providers);
     let Some(provider) = provider.filter(|_| !has_errors(&found)) else {
         return Vec::new();
     };
     let mut judged = Vec::new();
-    for fence in &fences {
-        if fence.attributes.should_fail.is_some() || fence.attributes.unverified {
-            continue;
-        }
-        let (raw, found) = read_block(
-            &source,
-            &fence.body,
-            &|offset| fence.file_offset(offset),
-            read_contract,
-        );
-        let Some(raw) = raw.filter(|_| !has_errors(&found)) else {
+    for fence in &read.fences {
+        let Some((raw, contract)) = fence.clean() else {
             continue;
         };
-        let expressions = crate::contract::resolved::resolve_expressions(&raw, &source);
         let (resolved, found) = resolve::resolve(
-            &raw,
-            expressions,
-            Some(&front),
+            raw,
+            (contract.clone(), Vec::new()),
+            Some(front),
             Some(&provider),
-            &source,
+            &read.source,
             registry,
             true,
         );
         if has_errors(&found) {
             continue;
         }
-        if let Some(one) = judge_contract(path, &raw, &resolved, &provider, seed) {
+        if let Some(one) = judge_contract(path, raw, &resolved, &provider, seed) {
             eprintln!(
                 "mdbook-fkc judge: {} ({} rungs)",
                 one.kernel,

@@ -8,16 +8,13 @@
 
 use super::svg::{PlanStep, PlanView};
 use super::view::ContractView;
-use crate::chapter;
-use crate::contract::raw::{RawContract, read_contract};
-use crate::contract::read_block;
-use crate::contract::resolved::{Contract, resolve_expressions};
-use crate::source::SourceFile;
+use crate::contract::raw::RawContract;
+use crate::contract::resolved::Contract;
+use crate::read::FenceRead;
 use crate::verify::constraints::{Domain, Verdict};
 use crate::verify::sample::Sample;
 use crate::verify::worked::{CostValue, Worked, cost_values};
 use fkc_provider::DType;
-use std::sync::Arc;
 
 /// The op kind of the kernel the planner inserts.
 pub const CONTIGUIZE: &str = "Contiguize";
@@ -52,21 +49,11 @@ impl BookContracts {
     /// page from the book's root. Contracts that do not read cleanly, examples that must fail
     /// and spec-first (`unverified`) contracts are left out.
     pub fn add_chapter(&mut self, path: &str, page: &str, content: &str) {
-        let from = chapter::front_matter(content).map_or(0, |fm| fm.block.end);
-        let source = Arc::new(SourceFile::new(path, content));
-        for fence in chapter::fences(content, from) {
-            if fence.attributes.should_fail.is_some() || fence.attributes.unverified {
-                continue;
-            }
-            let to_file = |offset| fence.file_offset(offset);
-            let (Some(raw), errors) = read_block(&source, &fence.body, &to_file, read_contract)
-            else {
-                continue;
-            };
-            let (contract, resolve_errors) = resolve_expressions(&raw, &source);
-            if errors.iter().chain(&resolve_errors).all(|d| !d.is_error()) {
-                self.add(page, &raw, &contract);
-            }
+        let Some(read) = crate::read::chapter(path, content) else {
+            return;
+        };
+        for (raw, contract) in read.fences.iter().filter_map(FenceRead::clean) {
+            self.add(page, raw, contract);
         }
     }
 
@@ -222,8 +209,8 @@ mod tests {
         let yaml = format!(
             "kernel: k\nop_kind: Relu\naccept:\n  inputs:\n    - {{ name: x, dtypes: [F32], rank: 4 }}\ncaps:\n  awkward_layout_strategy: {strategy}\n"
         );
-        let source = Arc::new(SourceFile::new("k.md", &yaml));
-        read_block(&source, &yaml, &|o| o, read_contract).0.unwrap()
+        let chapter = format!("```fkc\n{yaml}```\n");
+        read("k.md", &chapter).fences.remove(0).raw.unwrap()
     }
 
     fn worked(dtype: &str, cost: &[(&str, Option<i64>)]) -> Worked {
@@ -248,6 +235,10 @@ mod tests {
             layout: None,
             drift: Vec::new(),
         }
+    }
+
+    fn read(path: &str, content: &str) -> crate::read::ChapterRead {
+        crate::read::chapter(path, content).unwrap()
     }
 
     fn book() -> BookContracts {

@@ -10,8 +10,9 @@ use std::path::Path;
 
 /// The top-level modules of `preprocessor/src`, lowest first: a module may use only those
 /// before it. (`main.rs` and `cli/` are the binary, above them all.)
-const LAYERS: [&str; 21] = [
+const LAYERS: [&str; 23] = [
     "source",
+    "parallel",
     "expr",
     "diag",
     "revision",
@@ -22,6 +23,7 @@ const LAYERS: [&str; 21] = [
     "providers",
     "semantics",
     "contract",
+    "read",
     "import",
     "resolve",
     "verify",
