@@ -73,11 +73,74 @@ const PROVIDER_KEYS: &[&str] = &[
 pub const MAX_SAMPLES: u64 = 1000;
 const MDBOOK_KEYS: &[&str] = &["command", "before", "after", "renderers", "optional"];
 
+/// What is wrong with `[preprocessor.fkc]` in book.toml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A key holds a value of the wrong kind or out of its range: the key in full, what it
+    /// must be, and what it holds (`None`: not worth repeating).
+    Invalid {
+        key: String,
+        expected: String,
+        found: Option<String>,
+    },
+    /// A key this version does not know: the key in full, and the closest known key or the
+    /// list of them.
+    Unknown { key: String, hint: String },
+    /// A provider's table has no `command`.
+    NoCommand { table: String },
+    /// `cache-dir` lies among the book's sources.
+    CacheAmongSources { dir: PathBuf, src: PathBuf },
+}
+
+impl ConfigError {
+    fn invalid(key: &str, expected: impl Into<String>, found: &serde_json::Value) -> Self {
+        ConfigError::Invalid {
+            key: key.to_owned(),
+            expected: expected.into(),
+            found: Some(found.to_string()),
+        }
+    }
+
+    fn shape(key: &str, expected: &str) -> Self {
+        ConfigError::Invalid {
+            key: key.to_owned(),
+            expected: expected.to_owned(),
+            found: None,
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Invalid {
+                key,
+                expected,
+                found: Some(found),
+            } => write!(f, "`{key}` must be {expected}, found {found}"),
+            ConfigError::Invalid { key, expected, .. } => write!(f, "`{key}` must be {expected}"),
+            ConfigError::Unknown { key, hint } => write!(f, "unknown option `{key}`; {hint}"),
+            ConfigError::NoCommand { table } => write!(
+                f,
+                "`{table}` needs a `command`, for example `cargo run -q --release -p my-backend --bin fkc-provider`"
+            ),
+            ConfigError::CacheAmongSources { dir, src } => write!(
+                f,
+                "`preprocessor.fkc.cache-dir` ({}) is inside the book's sources ({}); choose a directory outside them, such as `{DEFAULT_CACHE_DIR}`",
+                dir.display(),
+                src.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 impl Options {
     /// The verification cache of the book in `root` whose sources are in `src`: `None` with
     /// `cache = false`; an error when `cache-dir` points among the book's sources (cached
     /// results must never become part of the book).
-    pub fn cache(&self, root: &Path, src: &Path) -> Result<Option<Cache>, String> {
+    pub fn cache(&self, root: &Path, src: &Path) -> Result<Option<Cache>, ConfigError> {
         if self.no_cache {
             return Ok(None);
         }
@@ -88,11 +151,10 @@ impl Options {
         let dir = root.join(relative);
         let sources = root.join(src);
         if dir.starts_with(&sources) {
-            return Err(format!(
-                "`preprocessor.fkc.cache-dir` ({}) is inside the book's sources ({}); choose a directory outside them, such as `{DEFAULT_CACHE_DIR}`",
-                relative.display(),
-                src.display()
-            ));
+            return Err(ConfigError::CacheAmongSources {
+                dir: relative.to_path_buf(),
+                src: src.to_path_buf(),
+            });
         }
         Ok(Some(Cache::in_dir(dir)))
     }
@@ -111,60 +173,51 @@ impl Options {
     }
 
     /// Reads the table (`None` when book.toml has no `[preprocessor.fkc]`).
-    pub fn from_table(table: Option<&serde_json::Value>) -> Result<Self, String> {
+    pub fn from_table(table: Option<&serde_json::Value>) -> Result<Self, ConfigError> {
         let mut options = Options::default();
         let Some(table) = table else {
             return Ok(options);
         };
         let Some(entries) = table.as_object() else {
-            return Err("`[preprocessor.fkc]` must be a table".to_owned());
+            return Err(ConfigError::shape("[preprocessor.fkc]", "a table"));
         };
         for (key, value) in entries {
             match key.as_str() {
                 "on-failure" => options.on_failure = on_failure(value)?,
                 "template-dir" => {
-                    let dir = value
-                        .as_str()
-                        .ok_or("`preprocessor.fkc.template-dir` must be a string (a directory)")?;
+                    let dir = value.as_str().ok_or_else(|| {
+                        ConfigError::shape("preprocessor.fkc.template-dir", "a string (a directory)")
+                    })?;
                     options.template_dir = Some(PathBuf::from(dir));
                 }
                 "samples" => {
-                    options.verify.samples = value
-                        .as_u64()
-                        .filter(|n| (1..=MAX_SAMPLES).contains(n))
-                        .and_then(|n| usize::try_from(n).ok())
-                        .ok_or(format!(
-                            "`preprocessor.fkc.samples` must be an integer from 1 to {MAX_SAMPLES}, found {value}"
-                        ))?;
+                    options.verify.samples =
+                        integer("preprocessor.fkc.samples", value, 1, MAX_SAMPLES)?;
                 }
                 "seed" => {
-                    options.verify.seed = value.as_u64().ok_or(format!(
-                        "`preprocessor.fkc.seed` must be a non-negative integer, found {value}"
-                    ))?;
+                    options.verify.seed = value.as_u64().ok_or_else(|| {
+                        let expected = "a non-negative integer";
+                        ConfigError::invalid("preprocessor.fkc.seed", expected, value)
+                    })?;
                 }
                 "provider" => options.providers = providers(value)?,
                 "cache" => {
-                    options.no_cache = !value.as_bool().ok_or(format!(
-                        "`preprocessor.fkc.cache` must be true or false, found {value}"
-                    ))?;
+                    options.no_cache = !value.as_bool().ok_or_else(|| {
+                        ConfigError::invalid("preprocessor.fkc.cache", "true or false", value)
+                    })?;
                 }
                 "cache-dir" => {
                     let dir = value
                         .as_str()
                         .filter(|d| !d.trim().is_empty())
-                        .ok_or("`preprocessor.fkc.cache-dir` must be a directory (a string)")?;
+                        .ok_or_else(|| {
+                            let expected = "a directory (a string)";
+                            ConfigError::shape("preprocessor.fkc.cache-dir", expected)
+                        })?;
                     options.cache_dir = Some(PathBuf::from(dir));
                 }
                 "jobs" => {
-                    options.jobs = Some(
-                        value
-                            .as_u64()
-                            .filter(|n| (1..=256).contains(n))
-                            .and_then(|n| usize::try_from(n).ok())
-                            .ok_or(format!(
-                                "`preprocessor.fkc.jobs` must be an integer from 1 to 256, found {value}"
-                            ))?,
-                    );
+                    options.jobs = Some(integer("preprocessor.fkc.jobs", value, 1, 256)?);
                 }
                 "build-budget-ms" => {
                     options.build_budget = Some(budget("preprocessor.fkc.build-budget-ms", value)?);
@@ -177,10 +230,11 @@ impl Options {
     }
 }
 
-fn providers(value: &serde_json::Value) -> Result<BTreeMap<String, ProviderConfig>, String> {
-    let tables = value.as_object().ok_or(
-        "`preprocessor.fkc.provider` must hold tables: `[preprocessor.fkc.provider.NAME]`",
-    )?;
+fn providers(value: &serde_json::Value) -> Result<BTreeMap<String, ProviderConfig>, ConfigError> {
+    let tables = value.as_object().ok_or_else(|| {
+        let expected = "tables: `[preprocessor.fkc.provider.NAME]`";
+        ConfigError::shape("preprocessor.fkc.provider", expected)
+    })?;
     tables
         .iter()
         .map(|(name, table)| Ok((name.clone(), provider(name, table)?)))
@@ -188,41 +242,48 @@ fn providers(value: &serde_json::Value) -> Result<BTreeMap<String, ProviderConfi
 }
 
 /// A time limit: milliseconds from 1 to 3600000 (an hour), for `key`.
-fn millis(key: &str, value: &serde_json::Value) -> Result<Duration, String> {
+fn millis(key: &str, value: &serde_json::Value) -> Result<Duration, ConfigError> {
     up_to(key, value, 3_600_000)
 }
 
 /// A time budget: milliseconds from 1 to 86400000 (a day), for `key`.
-fn budget(key: &str, value: &serde_json::Value) -> Result<Duration, String> {
+fn budget(key: &str, value: &serde_json::Value) -> Result<Duration, ConfigError> {
     up_to(key, value, 86_400_000)
 }
 
-fn up_to(key: &str, value: &serde_json::Value, most: u64) -> Result<Duration, String> {
+fn up_to(key: &str, value: &serde_json::Value, most: u64) -> Result<Duration, ConfigError> {
     value
         .as_u64()
         .filter(|ms| (1..=most).contains(ms))
         .map(Duration::from_millis)
-        .ok_or(format!(
-            "`{key}` must be a number of milliseconds from 1 to {most}, found {value}"
-        ))
+        .ok_or_else(|| {
+            let expected = format!("a number of milliseconds from 1 to {most}");
+            ConfigError::invalid(key, expected, value)
+        })
 }
 
 /// An integer from `low` to `high`, for `key`.
-fn integer(key: &str, value: &serde_json::Value, low: u64, high: u64) -> Result<usize, String> {
+fn integer(
+    key: &str,
+    value: &serde_json::Value,
+    low: u64,
+    high: u64,
+) -> Result<usize, ConfigError> {
     value
         .as_u64()
         .filter(|n| (low..=high).contains(n))
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or(format!(
-            "`{key}` must be an integer from {low} to {high}, found {value}"
-        ))
+        .ok_or_else(|| {
+            let expected = format!("an integer from {low} to {high}");
+            ConfigError::invalid(key, expected, value)
+        })
 }
 
-fn provider(name: &str, table: &serde_json::Value) -> Result<ProviderConfig, String> {
+fn provider(name: &str, table: &serde_json::Value) -> Result<ProviderConfig, ConfigError> {
     let at = format!("preprocessor.fkc.provider.{name}");
     let entries = table
         .as_object()
-        .ok_or(format!("`{at}` must be a table with a `command`"))?;
+        .ok_or_else(|| ConfigError::shape(&at, "a table with a `command`"))?;
     let mut config = ProviderConfig::new("");
     for (key, value) in entries {
         let full = format!("{at}.{key}");
@@ -231,7 +292,7 @@ fn provider(name: &str, table: &serde_json::Value) -> Result<ProviderConfig, Str
                 config.command = value
                     .as_str()
                     .filter(|c| !c.trim().is_empty())
-                    .ok_or(format!("`{full}` must be a non-empty string"))?
+                    .ok_or_else(|| ConfigError::shape(&full, "a non-empty string"))?
                     .to_owned();
             }
             "call-timeout-ms" => config.call_timeout = millis(&full, value)?,
@@ -245,21 +306,19 @@ fn provider(name: &str, table: &serde_json::Value) -> Result<ProviderConfig, Str
                     || format!("the keys are: {}", PROVIDER_KEYS.join(", ")),
                     |s| format!("did you mean `{s}`?"),
                 );
-                return Err(format!("unknown option `{full}`; {hint}"));
+                return Err(ConfigError::Unknown { key: full, hint });
             }
         }
     }
     if config.command.is_empty() {
-        return Err(format!(
-            "`{at}` needs a `command`, for example `cargo run -q --release -p my-backend --bin fkc-provider`"
-        ));
+        return Err(ConfigError::NoCommand { table: at });
     }
     Ok(config)
 }
 
 /// A list of environment variable names.
-fn names(key: &str, value: &serde_json::Value) -> Result<Vec<String>, String> {
-    let wrong = || format!("`{key}` must be a list of environment variable names, found {value}");
+fn names(key: &str, value: &serde_json::Value) -> Result<Vec<String>, ConfigError> {
+    let wrong = || ConfigError::invalid(key, "a list of environment variable names", value);
     value
         .as_array()
         .ok_or_else(wrong)?
@@ -273,26 +332,26 @@ fn names(key: &str, value: &serde_json::Value) -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn on_failure(value: &serde_json::Value) -> Result<OnFailure, String> {
+fn on_failure(value: &serde_json::Value) -> Result<OnFailure, ConfigError> {
     match value.as_str() {
         Some("bail") => Ok(OnFailure::Bail),
         Some("continue") => Ok(OnFailure::Continue),
-        _ => Err(format!(
-            "`preprocessor.fkc.on-failure` must be \"bail\" or \"continue\", found {value}"
-        )),
+        _ => {
+            let expected = "\"bail\" or \"continue\"";
+            Err(ConfigError::invalid("preprocessor.fkc.on-failure", expected, value))
+        }
     }
 }
 
-fn unknown_key(key: &str) -> String {
+fn unknown_key(key: &str) -> ConfigError {
     let known = OWN_KEYS.iter().chain(MDBOOK_KEYS).copied();
-    match did_you_mean(key, known) {
-        Some(suggestion) => {
-            format!("unknown option `preprocessor.fkc.{key}`; did you mean `{suggestion}`?")
-        }
-        None => format!(
-            "unknown option `preprocessor.fkc.{key}`; the options are: {}",
-            OWN_KEYS.join(", ")
-        ),
+    let hint = match did_you_mean(key, known) {
+        Some(suggestion) => format!("did you mean `{suggestion}`?"),
+        None => format!("the options are: {}", OWN_KEYS.join(", ")),
+    };
+    ConfigError::Unknown {
+        key: format!("preprocessor.fkc.{key}"),
+        hint,
     }
 }
 
@@ -321,11 +380,11 @@ mod tests {
     #[test]
     fn rejects_unknown_and_invalid_options() {
         let error = Options::from_table(Some(&json!({"on-failur": "bail"}))).unwrap_err();
-        assert!(error.contains("did you mean `on-failure`"), "{error}");
+        assert!(error.to_string().contains("did you mean `on-failure`"), "{error}");
         let error = Options::from_table(Some(&json!({"on-failure": "explode"}))).unwrap_err();
-        assert!(error.contains("\"bail\" or \"continue\""), "{error}");
+        assert!(error.to_string().contains("\"bail\" or \"continue\""), "{error}");
         let error = Options::from_table(Some(&json!({"samples": 0}))).unwrap_err();
-        assert!(error.contains("from 1 to 1000"), "{error}");
+        assert!(error.to_string().contains("from 1 to 1000"), "{error}");
         assert!(Options::from_table(Some(&json!({"seed": -1}))).is_err());
     }
 
@@ -347,7 +406,7 @@ mod tests {
         );
         let inside = Options::from_table(Some(&json!({"cache-dir": "src/.cache"}))).unwrap();
         let error = inside.cache(root, src).unwrap_err();
-        assert!(error.contains("inside the book's sources"), "{error}");
+        assert!(error.to_string().contains("inside the book's sources"), "{error}");
         assert!(Options::from_table(Some(&json!({"cache": "no"}))).is_err());
         assert!(Options::from_table(Some(&json!({"jobs": 0}))).is_err());
         let jobs = Options::from_table(Some(&json!({"jobs": 2}))).unwrap();
@@ -367,10 +426,10 @@ mod tests {
         assert_eq!(demo.start_timeout, crate::providers::DEFAULT_START_TIMEOUT);
         assert_eq!(demo.dir, PathBuf::from("/book"));
         let error = Options::from_table(Some(&json!({"provider": {"demo": {}}}))).unwrap_err();
-        assert!(error.contains("needs a `command`"), "{error}");
+        assert!(error.to_string().contains("needs a `command`"), "{error}");
         let error =
             Options::from_table(Some(&json!({"provider": {"demo": {"comand": "x"}}}))).unwrap_err();
-        assert!(error.contains("did you mean `command`"), "{error}");
+        assert!(error.to_string().contains("did you mean `command`"), "{error}");
         let table = json!({"provider": {"demo": {"command": "x", "call-timeout-ms": 0}}});
         assert!(Options::from_table(Some(&table)).is_err());
     }
@@ -407,6 +466,6 @@ mod tests {
             assert!(Options::from_table(Some(&book)).is_err(), "{book}");
         }
         let error = Options::from_table(Some(&json!({"build-budget": 1}))).unwrap_err();
-        assert!(error.contains("did you mean `build-budget-ms`"), "{error}");
+        assert!(error.to_string().contains("did you mean `build-budget-ms`"), "{error}");
     }
 }

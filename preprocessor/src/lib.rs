@@ -4,10 +4,14 @@
 //! reference backend, plus any provider command from book.toml) and run on one chapter at a
 //! time; each chapter gives a [`ChapterReport`] — its diagnostics ([`diag::Diagnostic`], with
 //! stable [`diag::Code`]s, file, line and column) and a [`ContractSummary`] per contract with
-//! the evidence the gate gathered — and, when the checker renders, the chapter's new Markdown.
-//! [`preprocessor`] runs a whole book (mdBook's protocol, `process_book`), [`contract`]
-//! reads the format as written, and [`judge_book`] times every contract's kernel and writes the
-//! calibration file the build then shows (`mdbook-fkc judge`).
+//! the [`Evidence`] the gate gathered — and, when the checker renders (a [`Renderer`]), the
+//! chapter's new Markdown. [`preprocessor`] runs a whole book (mdBook's protocol:
+//! [`preprocessor::FkcPreprocessor`], or [`preprocessor::process_book_with`] to check without
+//! rendering, as `mdbook-fkc check` does), and [`judge_book`] times every contract's kernel and
+//! writes the calibration file the build then shows (`mdbook-fkc judge`). Nothing else is
+//! public: the format's reader, the expression and semantics languages, the cache and the
+//! providers' internals are hidden modules that only the `internals` feature exposes, for
+//! this crate's tests and bench and the fuzzers; they are not part of the API.
 //!
 //! ```no_run
 //! use mdbook_fkc::{Checker, Providers, VerifyOptions};
@@ -32,36 +36,47 @@
 //! command). No stage reaches back up and no files import each other in a circle: the e2e
 //! test `layers` reads every `crate::` and `super::` path and fails on either.
 
-pub mod cache;
+pub mod diag;
+pub mod preprocessor;
+pub mod report;
+
+pub use judge::{JudgeError, judge_book};
+pub use pipeline::{BookChecker as Checker, Deny};
+pub use providers::{Provider, Providers};
+pub use render::{RenderError, Renderer};
+pub use report::{ChapterReport, ContractSummary};
+pub use verify::{Evidence, VerifyOptions};
+
+/// Declares modules that are private, or public but hidden with the `internals` feature (for
+/// this crate's tests and bench, and the fuzzers): not part of the API.
+macro_rules! internal {
+    ($($module:ident)*) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $module;
+        #[cfg(not(feature = "internals"))]
+        mod $module;
+    )*};
+}
+
+internal!(cache config contract expr providers semantics source);
+
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use {pipeline::ChapterInput, render::plan::BookContracts, verify::worked::Worked};
+
 mod calibration;
 mod chapter;
-pub mod config;
-pub mod contract;
-pub mod diag;
-pub mod expr;
 mod import;
 mod judge;
 mod parallel;
 mod pipeline;
-pub mod preprocessor;
-pub mod providers;
 mod quote;
 mod read;
 mod render;
-pub mod report;
 mod resolve;
 mod revision;
 #[cfg(test)]
 mod seed_fields_tests;
-pub mod semantics;
-pub mod source;
 mod verify;
 mod yaml;
-
-pub use judge::judge_book;
-pub use pipeline::{BookChecker as Checker, ChapterInput, Deny};
-pub use providers::{Provider, Providers};
-pub use render::plan::BookContracts;
-pub use render::{RenderError, Renderer};
-pub use report::{ChapterReport, ContractSummary};
-pub use verify::{Evidence, VerifyOptions, worked::Worked};

@@ -23,6 +23,8 @@ macro_rules! outln {
 
 #[path = "cli/args.rs"]
 mod args;
+#[path = "cli/error.rs"]
+mod error;
 #[path = "cli/explain.rs"]
 mod explain;
 #[path = "cli/init.rs"]
@@ -35,6 +37,7 @@ mod init;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use args::{Command, Format};
+use error::CliError;
 use mdbook_driver::MDBook;
 use mdbook_fkc::diag::text;
 use mdbook_fkc::diag::{Diagnostic, json, sarif};
@@ -89,16 +92,21 @@ fn main() -> ExitCode {
 }
 
 /// The preprocessor protocol: a `[context, book]` JSON pair in, the book JSON out.
-fn protocol() -> Result<ExitCode, String> {
-    let (ctx, book) = mdbook_preprocessor::parse_input(std::io::stdin())
-        .map_err(|error| format!("cannot read the book from stdin: {error:#}"))?;
+fn protocol() -> Result<ExitCode, CliError> {
+    let (ctx, book) =
+        mdbook_preprocessor::parse_input(std::io::stdin()).map_err(|error| CliError::Book {
+            doing: "read the book from stdin".to_owned(),
+            error: format!("{error:#}"),
+        })?;
     if let Some(warning) = preprocessor::version_warning(&ctx.mdbook_version) {
         eprintln!("{warning}");
     }
     match FkcPreprocessor.run(&ctx, book) {
         Ok(book) => {
-            serde_json::to_writer(std::io::stdout(), &book)
-                .map_err(|error| format!("cannot write the book to stdout: {error}"))?;
+            serde_json::to_writer(std::io::stdout(), &book).map_err(|error| CliError::Book {
+                doing: "write the book to stdout".to_owned(),
+                error: error.to_string(),
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Err(error) => {
@@ -111,11 +119,19 @@ fn protocol() -> Result<ExitCode, String> {
 /// Builds the HTML book in-process: the `fkc` preprocessor from book.toml is replaced by this
 /// binary's own (same position in the order), so it runs exactly once per renderer. `dest`
 /// replaces book.toml's `build.build-dir` (relative to the current directory, as `mdbook -d`).
-fn build(dir: &Path, dest: Option<&Path>, open: bool, no_cache: bool) -> Result<ExitCode, String> {
+fn build(
+    dir: &Path,
+    dest: Option<&Path>,
+    open: bool,
+    no_cache: bool,
+) -> Result<ExitCode, CliError> {
     let mut book = load(dir, no_cache)?;
     if let Some(dest) = dest {
-        let cwd = std::env::current_dir()
-            .map_err(|error| format!("cannot read the current directory: {error}"))?;
+        let cwd = std::env::current_dir().map_err(|error| CliError::Io {
+            doing: "read",
+            what: "the current directory".to_owned(),
+            error,
+        })?;
         book.config.build.build_dir = cwd.join(dest);
     }
     book.with_preprocessor(FkcPreprocessor);
@@ -133,21 +149,17 @@ fn build(dir: &Path, dest: Option<&Path>, open: bool, no_cache: bool) -> Result<
 
 /// Loads the book in `dir` (a directory holding book.toml or src/SUMMARY.md); `no_cache` turns
 /// the verification cache off as `cache = false` under `[preprocessor.fkc]` would.
-fn load(dir: &Path, no_cache: bool) -> Result<MDBook, String> {
+fn load(dir: &Path, no_cache: bool) -> Result<MDBook, CliError> {
     if !dir.is_dir() {
-        return Err(format!(
-            "{} is not a directory: name the book's directory (the one holding book.toml)",
-            dir.display()
-        ));
+        return Err(CliError::NotADirectory(dir.to_path_buf()));
     }
     if !dir.join("book.toml").is_file() && !dir.join("src/SUMMARY.md").is_file() {
-        return Err(format!(
-            "{} holds no mdBook book (no book.toml, no src/SUMMARY.md): run `mdbook init` there, or name the book's directory",
-            dir.display()
-        ));
+        return Err(CliError::NoBook(dir.to_path_buf()));
     }
-    let mut book = MDBook::load(dir)
-        .map_err(|error| format!("cannot load the book in {}: {error:#}", dir.display()))?;
+    let mut book = MDBook::load(dir).map_err(|error| CliError::Book {
+        doing: format!("load the book in {}", dir.display()),
+        error: format!("{error:#}"),
+    })?;
     if no_cache {
         without_cache(&mut book)?;
     }
@@ -155,14 +167,17 @@ fn load(dir: &Path, no_cache: bool) -> Result<MDBook, String> {
 }
 
 /// Turns the verification cache off, as `cache = false` under `[preprocessor.fkc]` would.
-fn without_cache(book: &mut MDBook) -> Result<(), String> {
+fn without_cache(book: &mut MDBook) -> Result<(), CliError> {
     book.config
         .set("preprocessor.fkc.cache", false)
-        .map_err(|error| format!("cannot turn the cache off: {error:#}"))
+        .map_err(|error| CliError::Book {
+            doing: "turn the cache off".to_owned(),
+            error: format!("{error:#}"),
+        })
 }
 
 /// Opens a page with `$BROWSER` when set, otherwise the platform's opener.
-fn open_in_browser(page: &Path) -> Result<(), String> {
+fn open_in_browser(page: &Path) -> Result<(), CliError> {
     let opener: Vec<String> = match std::env::var("BROWSER") {
         Ok(browser) if !browser.trim().is_empty() => {
             browser.split_whitespace().map(str::to_owned).collect()
@@ -172,18 +187,22 @@ fn open_in_browser(page: &Path) -> Result<(), String> {
         _ => vec!["xdg-open".to_owned()],
     };
     let Some((program, leading)) = opener.split_first() else {
-        return Err("no program to open the book with".to_owned());
+        return Err(CliError::NoOpener);
     };
     std::process::Command::new(program)
         .args(leading)
         .arg(page)
         .spawn()
         .map(drop)
-        .map_err(|error| format!("cannot open {} with `{program}`: {error}", page.display()))
+        .map_err(|error| CliError::Io {
+            doing: "open",
+            what: format!("{} with `{program}`", page.display()),
+            error,
+        })
 }
 
 /// `mdbook-fkc repro`: 1 when the sample fails (its report on stderr), 0 when it passes.
-fn repro(request: &args::Repro) -> Result<ExitCode, String> {
+fn repro(request: &args::Repro) -> Result<ExitCode, CliError> {
     let book = load(&request.book, true)?;
     let reproduction = Reproduction {
         dtype: request.dtype,
@@ -193,7 +212,8 @@ fn repro(request: &args::Repro) -> Result<ExitCode, String> {
     };
     let located = (request.file.as_str(), request.line);
     let outcome =
-        preprocessor::reproduce(&book.root, &book.config, &book.book, located, &reproduction)?;
+        preprocessor::reproduce(&book.root, &book.config, &book.book, located, &reproduction)
+            .map_err(CliError::Repro)?;
     let at = format!("{}:{}", request.file, request.line);
     match outcome {
         Reproduced::Passed(verdict) => {
@@ -217,7 +237,7 @@ fn repro(request: &args::Repro) -> Result<ExitCode, String> {
 }
 
 /// Times every contract's kernels and writes the calibration file beside the book.
-fn judge(dir: &Path) -> Result<ExitCode, String> {
+fn judge(dir: &Path) -> Result<ExitCode, CliError> {
     let book = load(dir, false)?;
     match mdbook_fkc::judge_book(&book.root, &book.config, &book.book) {
         Ok((path, summary)) => {
@@ -238,14 +258,11 @@ fn check(
     format: Format,
     deny: mdbook_fkc::Deny,
     no_cache: bool,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode, CliError> {
     let mut book = load(dir, false)?;
     let table: Option<serde_json::Value> = book.config.get("preprocessor.fkc").unwrap_or(None);
     if table.is_none() {
-        return Err(format!(
-            "{}/book.toml has no [preprocessor.fkc] table, so `mdbook build` would not run mdbook-fkc and would show every contract as raw YAML\n  help: add it:\n\n[preprocessor.fkc]\nbefore = [\"links\", \"index\"]",
-            dir.display()
-        ));
+        return Err(CliError::NoTable(dir.to_path_buf()));
     }
     if no_cache {
         without_cache(&mut book)?;
@@ -253,7 +270,7 @@ fn check(
     let root = book.root.clone();
     let config = book.config.clone();
     let outcome = preprocessor::process_book_with(&root, &config, &mut book.book, deny)
-        .map_err(|error| format!("{error:#}"))?;
+        .map_err(|error| CliError::Unchecked(format!("{error:#}")))?;
     if outcome.contracts.is_empty() {
         let (level, why) = if deny.empty {
             ("error", " (`--deny empty`)")

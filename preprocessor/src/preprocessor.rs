@@ -9,6 +9,7 @@ use crate::pipeline::{BookChecker, ChapterInput};
 use crate::providers::Providers;
 use crate::render::Renderer;
 use crate::report::ContractSummary;
+use crate::verify::ReproError;
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::config::Config;
 use mdbook_preprocessor::errors::{Error, Result};
@@ -137,7 +138,7 @@ pub fn process_book_with(
 /// What `mdbook-fkc repro` hands the gate and gets back.
 pub mod repro {
     pub use crate::verify::sample::Sample;
-    pub use crate::verify::{Check, Reproduced, Reproduction};
+    pub use crate::verify::{Check, ReproError, Reproduced, Reproduction};
 }
 
 /// Runs one sample of the contract at `file:line` (as `check` prints it) again, with the book's
@@ -148,8 +149,9 @@ pub fn reproduce(
     book: &Book,
     (file, line): (&str, usize),
     request: &crate::verify::Reproduction,
-) -> std::result::Result<crate::verify::Reproduced, String> {
-    let options = read_options(root, config).map_err(|error| format!("{error:#}"))?;
+) -> std::result::Result<crate::verify::Reproduced, ReproError> {
+    let options =
+        read_options(root, config).map_err(|error| ReproError::Options(format!("{error:#}")))?;
     let providers = Providers::new(options.providers.clone());
     let mut checker = BookChecker::without_rendering(options.verify, providers);
     let source_dir = &config.book.src;
@@ -162,8 +164,8 @@ pub fn reproduce(
             }
             _ => None,
         })
-        .ok_or_else(|| {
-            format!("no chapter of the book is `{file}` (write it as `check` prints it)")
+        .ok_or_else(|| ReproError::NoChapter {
+            file: file.to_owned(),
         })?;
     checker.reproduce(file, &chapter.content, line, request)
 }

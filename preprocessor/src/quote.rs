@@ -67,10 +67,39 @@ pub fn fill(
     (filled, diagnostics)
 }
 
+/// Why a placeholder has nothing to quote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unquotable {
+    /// No `should_fail` fence comes before it.
+    Orphan,
+    /// The fence above does not fail with this code on a sample.
+    CodeNotOnASample(String),
+    /// The fence above fails, but not on a sample.
+    NotOnASample,
+}
+
+impl std::fmt::Display for Unquotable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unquotable::Orphan => write!(
+                f,
+                "no fence marked `should_fail` comes before it in this chapter"
+            ),
+            Unquotable::CodeNotOnASample(code) => {
+                write!(f, "the fence above does not fail with {code} on a sample")
+            }
+            Unquotable::NotOnASample => write!(
+                f,
+                "the fence above fails without a sample (its error is about the contract as written, not about a run)"
+            ),
+        }
+    }
+}
+
 /// The inline Markdown for one placeholder, or why there is none.
-fn quote(above: Option<&FailedFence>, code: Option<&str>) -> Result<String, String> {
+fn quote(above: Option<&FailedFence>, code: Option<&str>) -> Result<String, Unquotable> {
     let Some(fence) = above else {
-        return Err("no fence marked `should_fail` comes before it in this chapter".to_owned());
+        return Err(Unquotable::Orphan);
     };
     let Some(samples) = &fence.samples else {
         // FKC0004 already reports the fence; quote nothing rather than say it twice.
@@ -82,22 +111,20 @@ fn quote(above: Option<&FailedFence>, code: Option<&str>) -> Result<String, Stri
     match found {
         Some((_, sample)) => Ok(format!("`{sample}`")),
         None => Err(match code {
-            Some(code) => format!("the fence above does not fail with {code} on a sample"),
-            None => "the fence above fails without a sample (its error is about the contract \
-                     as written, not about a run)"
-                .to_owned(),
+            Some(code) => Unquotable::CodeNotOnASample(code.to_owned()),
+            None => Unquotable::NotOnASample,
         }),
     }
 }
 
-fn unfilled(source: &Arc<SourceFile>, range: Range<usize>, why: &str) -> Diagnostic {
+fn unfilled(source: &Arc<SourceFile>, range: Range<usize>, why: &Unquotable) -> Diagnostic {
     Diagnostic::error(
         Code::PlaceholderUnfilled,
         source,
         range,
         "this counterexample placeholder has nothing to quote",
     )
-    .with_label(why.to_owned())
+    .with_label(why.to_string())
     .with_help(
         "put it after a ```fkc,should_fail=CODE fence whose error names a sample, or write \
          `\\{{#fkc-counterexample}}` to show the placeholder itself",

@@ -216,22 +216,61 @@ pub fn path_in(root: &Path) -> PathBuf {
     root.join(FILE_NAME)
 }
 
+/// Why the calibration file could not be read or written.
+#[derive(Debug)]
+pub enum CalibrationError {
+    /// The file system refused.
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The file is not a calibration file.
+    Malformed {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+    /// The file is of a format this version does not read.
+    Format { path: PathBuf, format: u32 },
+    /// The calibration could not be encoded.
+    Encode(serde_json::Error),
+}
+
+impl std::fmt::Display for CalibrationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CalibrationError::Io { path, error } => {
+                write!(f, "cannot access {}: {error}", path.display())
+            }
+            CalibrationError::Malformed { path, error } => {
+                write!(f, "{} is not a calibration file: {error}", path.display())
+            }
+            CalibrationError::Format { path, format } => write!(
+                f,
+                "{} has format {format}, this mdbook-fkc reads format {FORMAT}",
+                path.display()
+            ),
+            CalibrationError::Encode(error) => write!(f, "cannot encode the calibration: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for CalibrationError {}
+
 /// Reads the calibration beside the book in `root`: `Ok(None)` when there is none.
-pub fn load(root: &Path) -> Result<Option<Calibration>, String> {
+pub fn load(root: &Path) -> Result<Option<Calibration>, CalibrationError> {
     let path = path_in(root);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+        Err(error) => return Err(CalibrationError::Io { path, error }),
     };
-    let calibration: Calibration = serde_json::from_str(&text)
-        .map_err(|error| format!("{} is not a calibration file: {error}", path.display()))?;
+    let calibration: Calibration = match serde_json::from_str(&text) {
+        Ok(calibration) => calibration,
+        Err(error) => return Err(CalibrationError::Malformed { path, error }),
+    };
     if calibration.format != FORMAT {
-        return Err(format!(
-            "{} has format {}, this mdbook-fkc reads format {FORMAT}",
-            path.display(),
-            calibration.format
-        ));
+        let format = calibration.format;
+        return Err(CalibrationError::Format { path, format });
     }
     Ok(Some(calibration))
 }
@@ -249,14 +288,14 @@ pub fn beside(root: &Path) -> Option<Calibration> {
 }
 
 /// Writes the calibration beside the book in `root` (pretty JSON, one trailing newline).
-pub fn save(root: &Path, calibration: &Calibration) -> Result<PathBuf, String> {
+pub fn save(root: &Path, calibration: &Calibration) -> Result<PathBuf, CalibrationError> {
     let path = path_in(root);
-    let mut text = serde_json::to_string_pretty(calibration)
-        .map_err(|error| format!("cannot encode the calibration: {error}"))?;
+    let mut text = serde_json::to_string_pretty(calibration).map_err(CalibrationError::Encode)?;
     text.push('\n');
-    std::fs::write(&path, text)
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    Ok(path)
+    match std::fs::write(&path, text) {
+        Ok(()) => Ok(path),
+        Err(error) => Err(CalibrationError::Io { path, error }),
+    }
 }
 
 #[cfg(test)]
@@ -342,9 +381,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("fkc-judge-load-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let _ = std::fs::remove_file(path_in(&dir));
-        assert_eq!(load(&dir), Ok(None));
+        assert!(matches!(load(&dir), Ok(None)));
         std::fs::write(path_in(&dir), "{ not json").unwrap();
-        assert!(load(&dir).unwrap_err().contains("not a calibration file"));
+        assert!(
+            load(&dir)
+                .unwrap_err()
+                .to_string()
+                .contains("not a calibration file")
+        );
         std::fs::write(path_in(&dir), r#"{"format": 99}"#).unwrap();
         assert!(load(&dir).is_err());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -2,6 +2,7 @@
 //! the book's diagnostics index proves it with (embedded at compile time) — what mdbook-fkc says
 //! about it, and how to fix it (the diagnostic's `help:` lines).
 
+use crate::error::CliError;
 use mdbook_fkc::diag::Code;
 use mdbook_fkc::diag::text::{self, ColorChoice};
 use mdbook_fkc::{Checker, Providers, VerifyOptions};
@@ -128,13 +129,11 @@ impl Example<'_> {
 }
 
 /// Runs `explain CODE`.
-pub fn run(code: &str, color: ColorChoice) -> Result<ExitCode, String> {
+pub fn run(code: &str, color: ColorChoice) -> Result<ExitCode, CliError> {
     let Some(code) = Code::parse(code) else {
-        let known: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
-        return Err(format!(
-            "unknown code `{code}`; the codes are: {}",
-            known.join(", ")
-        ));
+        let known = Code::ALL.iter().map(|c| c.as_str().to_owned()).collect();
+        let code = code.to_owned();
+        return Err(CliError::UnknownCode { code, known });
     };
     outln!(
         "{}: {}\n\n{}",

@@ -2,6 +2,7 @@
 //! existing book.toml, a new book with a first contract, or (`--provider NAME`) a provider crate
 //! with one kernel, its binary and a book whose contract of it `mdbook build` verifies.
 
+use crate::error::CliError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -42,7 +43,7 @@ const FKC_PROVIDER_SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../provi
 const FKC_PROVIDER_VERSION: &str = "0.2";
 
 /// Runs `init` in `dir`, scaffolding the provider `provider` when given.
-pub fn init(dir: &Path, provider: Option<&str>) -> Result<ExitCode, String> {
+pub fn init(dir: &Path, provider: Option<&str>) -> Result<ExitCode, CliError> {
     match provider {
         Some(name) => scaffold_provider(dir, name),
         None => init_book(dir),
@@ -50,21 +51,19 @@ pub fn init(dir: &Path, provider: Option<&str>) -> Result<ExitCode, String> {
 }
 
 /// Writes `text` to `path`, creating its directory.
-fn write(path: &Path, text: &str) -> Result<(), String> {
+fn write(path: &Path, text: &str) -> Result<(), CliError> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(CliError::io("create", parent))?;
     }
-    std::fs::write(path, text).map_err(|error| format!("cannot write {}: {error}", path.display()))
+    std::fs::write(path, text).map_err(CliError::io("write", path))
 }
 
 /// The `[preprocessor.fkc]` table added to DIR's book.toml, or a new book with a first contract.
-fn init_book(dir: &Path) -> Result<ExitCode, String> {
+fn init_book(dir: &Path) -> Result<ExitCode, CliError> {
     let toml = dir.join("book.toml");
     let table = preprocessor_table();
     if toml.is_file() {
-        let text = std::fs::read_to_string(&toml)
-            .map_err(|error| format!("cannot read {}: {error}", toml.display()))?;
+        let text = std::fs::read_to_string(&toml).map_err(CliError::io("read", &toml))?;
         if text.lines().any(|l| l.trim() == "[preprocessor.fkc]") {
             outln!(
                 "mdbook-fkc init: {} already has [preprocessor.fkc]; nothing to do",
@@ -82,10 +81,10 @@ fn init_book(dir: &Path) -> Result<ExitCode, String> {
     let summary = dir.join("src/SUMMARY.md");
     let chapter = dir.join("src/first-contract.md");
     if summary.exists() || chapter.exists() {
-        return Err(format!(
+        return Err(CliError::Refused(format!(
             "{} has a src/ of its own but no book.toml: write its book.toml first (or run `mdbook init`), then `mdbook-fkc init` again",
             dir.display()
-        ));
+        )));
     }
     write(
         &toml,
@@ -105,17 +104,17 @@ fn init_book(dir: &Path) -> Result<ExitCode, String> {
 
 /// A provider crate `name` in `dir`: its kernel, binary and book. Refuses a directory that
 /// already holds a crate or a book, so nothing is overwritten.
-fn scaffold_provider(dir: &Path, name: &str) -> Result<ExitCode, String> {
+fn scaffold_provider(dir: &Path, name: &str) -> Result<ExitCode, CliError> {
     check_name(name)?;
     if let Some(taken) = PROVIDER_FILES
         .iter()
         .map(|(path, _)| dir.join(path))
         .find(|path| path.exists())
     {
-        return Err(format!(
+        return Err(CliError::Refused(format!(
             "{} already exists: `init --provider` writes a new crate and overwrites nothing; choose another DIR",
             taken.display()
-        ));
+        )));
     }
     let crate_name = name.replace('-', "_");
     let fill = |template: &str| {
@@ -138,16 +137,16 @@ fn scaffold_provider(dir: &Path, name: &str) -> Result<ExitCode, String> {
 
 /// A provider name is a crate name: a lowercase letter, then lowercase letters, digits, `-`
 /// and `_` (it is also a TOML key and a Rust path once `-` becomes `_`).
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), CliError> {
     let mut chars = name.chars();
     let starts = chars.next().is_some_and(|c| c.is_ascii_lowercase());
     let rest = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if starts && rest && name.len() <= 64 {
         Ok(())
     } else {
-        Err(format!(
+        Err(CliError::Refused(format!(
             "`{name}` cannot name a provider crate: use a lowercase letter, then lowercase letters, digits, `-` or `_` (for example `my-kernels`)"
-        ))
+        )))
     }
 }
 

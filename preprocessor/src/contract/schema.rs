@@ -75,6 +75,7 @@ impl<'n> Fields<'n> {
     }
 
     /// The node of a key itself (to point at a key rather than its value).
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn key(&self, key: &str) -> Option<&'n Node> {
         self.entries
             .iter()
@@ -83,6 +84,7 @@ impl<'n> Fields<'n> {
     }
 
     /// All (key, key node, value) entries in order.
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn entries(&self) -> impl Iterator<Item = (&'n str, &'n Node, &'n Node)> + '_ {
         self.entries.iter().copied()
     }
@@ -103,6 +105,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn source(&self) -> &Arc<SourceFile> {
         self.origin.source
     }
@@ -115,6 +118,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Maps an offset of the YAML block to the author's file.
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn file_offset(&self, offset: usize) -> usize {
         (self.origin.to_file)(offset)
     }

@@ -38,6 +38,7 @@ pub struct FunctionSig {
 
 impl FunctionSig {
     /// A signature.
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn new(params: Vec<Type>, returns: Type) -> FunctionSig {
         FunctionSig { params, returns }
     }
@@ -47,6 +48,7 @@ impl Scope {
     /// An empty scope (the built-in functions are always available).
     /// A scope giving each name `bindings` binds the type of its value (functions not
     /// included: their signatures are unknown there).
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn of(bindings: &Bindings) -> Scope {
         let mut scope = Scope::new();
         for (name, ty) in bindings.typed_names() {
@@ -66,6 +68,7 @@ impl Scope {
     }
 
     /// Registers a caller-defined function; it shadows a built-in of the same name.
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn insert_function(&mut self, name: impl Into<String>, sig: FunctionSig) -> &mut Scope {
         self.functions.insert(name.into(), sig);
         self

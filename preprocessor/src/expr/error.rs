@@ -109,6 +109,7 @@ impl ExprError {
     ///   |          ^^^^^
     ///   = help: did you mean `groups`?
     /// ```
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn render(&self, src: &str) -> String {
         let (start, end) = self.span.char_columns(src);
         let shown: String = src

@@ -89,6 +89,7 @@ mod span;
 mod value;
 
 pub use ast::{Arg, BinOp, Expr, ExprKind, UnOp};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the fuzzers' and tests' API
 pub use check::{FunctionSig, Scope, check};
 pub use error::{ExprError, ExprErrorKind};
 
@@ -96,8 +97,11 @@ pub use error::{ExprError, ExprErrorKind};
 pub fn suggest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     error::did_you_mean(name, candidates)
 }
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the fuzzers' and tests' API
 pub use eval::{Bindings, NativeFn, divisible, eval, floor_div, floor_mod};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the fuzzers' and tests' API
 pub use lexer::MAX_TOKENS;
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the fuzzers' and tests' API
 pub use parser::{MAX_DEPTH, MAX_HEIGHT, MAX_SOURCE_LEN, parse};
 pub use slots::Slots;
 pub use span::Span;

@@ -53,6 +53,7 @@ impl Value {
     }
 
     /// The elements, if this is a tuple.
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn as_tuple(&self) -> Option<&[Value]> {
         match self {
             Value::Tuple(items) => Some(items),
@@ -61,6 +62,7 @@ impl Value {
     }
 
     /// The integers, if this is a tuple of integers.
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn as_ints(&self) -> Option<Vec<i64>> {
         self.as_tuple()?.iter().map(Value::as_int).collect()
     }
@@ -100,6 +102,7 @@ impl Value {
     }
 
     /// A short name of the value's kind for messages: `int`, `bool`, `tuple`, `record`.
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn kind_name(&self) -> &'static str {
         match self {
             Value::Int(_) => "int",
@@ -133,6 +136,7 @@ impl Type {
     }
 
     /// Whether `value` is of this type (records must have at least the type's fields).
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn admits(&self, value: &Value) -> bool {
         match (self, value) {
             (Type::Any, _) | (Type::Int, Value::Int(_)) | (Type::Bool, Value::Bool(_)) => true,

@@ -38,10 +38,40 @@ const BASES: usize = 24;
 /// The command that writes the calibration, as the pages name it.
 pub const COMMAND: &str = "mdbook-fkc judge";
 
+/// Why the Judge did not write a calibration.
+#[derive(Debug)]
+pub enum JudgeError {
+    /// The book could not be checked, or its `[preprocessor.fkc]` does not read.
+    Book(String),
+    /// The book's contracts fail the gate (the diagnostics were printed).
+    Failing,
+    /// The calibration file could not be written.
+    Calibration(crate::calibration::CalibrationError),
+}
+
+impl std::fmt::Display for JudgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JudgeError::Book(why) => write!(f, "{why}"),
+            JudgeError::Failing => write!(
+                f,
+                "the book's contracts fail the gate; fix them before the Judge times their kernels"
+            ),
+            JudgeError::Calibration(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for JudgeError {}
+
 /// Runs the gate over the book in `root`, then times every verified contract and writes the
 /// calibration file beside book.toml. Returns the file's path and a summary, one line per
 /// contract.
-pub fn judge_book(root: &Path, config: &Config, book: &Book) -> Result<(PathBuf, String), String> {
+pub fn judge_book(
+    root: &Path,
+    config: &Config,
+    book: &Book,
+) -> Result<(PathBuf, String), JudgeError> {
     let mut checked = book.clone();
     let outcome = crate::preprocessor::process_book_with(
         root,
@@ -49,18 +79,17 @@ pub fn judge_book(root: &Path, config: &Config, book: &Book) -> Result<(PathBuf,
         &mut checked,
         crate::pipeline::Deny::default(),
     )
-    .map_err(|error| format!("{error:#}"))?;
+    .map_err(|error| JudgeError::Book(format!("{error:#}")))?;
     if crate::preprocessor::failed(&outcome) {
         crate::preprocessor::print_errors(&outcome.diagnostics);
-        return Err(
-            "the book's contracts fail the gate; fix them before the Judge times their kernels"
-                .to_owned(),
-        );
+        return Err(JudgeError::Failing);
     }
     let table: Option<serde_json::Value> = config
         .get(&format!("preprocessor.{}", crate::preprocessor::NAME))
-        .map_err(|error| format!("cannot read [preprocessor.fkc]: {error}"))?;
-    let options = Options::from_table(table.as_ref())?.with_root(root);
+        .map_err(|error| JudgeError::Book(format!("cannot read [preprocessor.fkc]: {error}")))?;
+    let options = Options::from_table(table.as_ref())
+        .map_err(|error| JudgeError::Book(error.to_string()))?
+        .with_root(root);
     let mut providers = Providers::new(judge_limits(options.providers.clone()));
     let mut registry = BookRegistry::default();
     let mut contracts = Vec::new();
@@ -88,7 +117,7 @@ pub fn judge_book(root: &Path, config: &Config, book: &Book) -> Result<(PathBuf,
         verdict_rule: calibration::verdict_rule(),
         contracts,
     };
-    let path = calibration::save(root, &calibration)?;
+    let path = calibration::save(root, &calibration).map_err(JudgeError::Calibration)?;
     Ok((path, summary(&calibration)))
 }
 

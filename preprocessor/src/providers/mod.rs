@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 pub use child::{Fault, StartError};
 pub use crash::Crash;
 pub use ledger::Ledger;
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))] // the tests' API
 pub use pool::DECODED_ALWAYS;
 
 /// How to start one provider (`[preprocessor.fkc.provider.NAME]`).
@@ -419,6 +420,7 @@ impl<'a> Kernel<'a> {
 
     /// Calls the kernel, expecting outputs of these many elements (see
     /// [`Provider::call_expecting`]).
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn run_expecting(
         &self,
         operands: &[Option<Operand>],

@@ -4,7 +4,8 @@
 //! figures, and the verdict; or, when the contract changed since it was measured, that the
 //! calibration is stale. Built from the file alone: the build never times anything.
 
-use crate::calibration::{Calibration, Judged};
+use super::chart::{Chart, Frame, Scale, Type, decades};
+use crate::calibration::{Calibration, Judged, LadderPoint};
 use serde::Serialize;
 
 /// The calibration as a contract's page shows it (the `judge.html` template's `j`).
@@ -156,39 +157,20 @@ fn shown_verdict(judged: &Judged) -> String {
     }
 }
 
-const WIDTH: f64 = 380.0;
-const HEIGHT: f64 = 230.0;
-const LEFT: f64 = 58.0;
-const RIGHT: f64 = 12.0;
-const TOP: f64 = 12.0;
-const BOTTOM: f64 = 40.0;
-
-/// Decades covering `values` (log10 floor of the least, ceil of the greatest).
-fn decades(values: impl Iterator<Item = f64>) -> (i32, i32) {
-    let (low, high) = values
-        .filter(|v| *v > 0.0 && v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
-            (l.min(v), h.max(v))
-        });
-    if !low.is_finite() {
-        return (0, 1);
-    }
-    let low = low.log10().floor() as i32;
-    let high = (high.log10().ceil() as i32).max(low + 1);
-    (low, high)
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+/// The Judge's figure's frame.
+const FIGURE: Frame = Frame {
+    width: 380.0,
+    height: 230.0,
+    left: 58.0,
+    right: 12.0,
+    top: 12.0,
+    bottom: 40.0,
+};
 
 /// The log-log figure: measured time (points) and the fitted model (line) against the axis.
 pub fn svg(judged: &Judged) -> String {
     let by_bytes = judged.axis == "bytes_moved";
-    let x_of = |p: &crate::calibration::LadderPoint| if by_bytes { p.bytes_moved } else { p.flops };
+    let x_of = |p: &LadderPoint| if by_bytes { p.bytes_moved } else { p.flops };
     let model = judged.fit.as_ref().map(|f| f.model());
     let fitted: Vec<(f64, f64)> = match &model {
         Some(model) => judged
@@ -198,68 +180,61 @@ pub fn svg(judged: &Judged) -> String {
             .collect(),
         None => Vec::new(),
     };
-    let (x_low, x_high) = decades(judged.ladder.iter().map(x_of));
-    let (y_low, y_high) = decades(
-        judged
-            .ladder
-            .iter()
-            .map(|p| p.ns)
-            .chain(fitted.iter().map(|(_, y)| *y)),
+    let (x_low, x_high) = decades(judged.ladder.iter().map(x_of)).unwrap_or((0, 1));
+    let times = judged.ladder.iter().map(|p| p.ns);
+    let (y_low, y_high) = decades(times.chain(fitted.iter().map(|(_, y)| *y))).unwrap_or((0, 1));
+    let frame = FIGURE;
+    let x = Scale::new(
+        (x_low.into(), x_high.into()),
+        (frame.left, frame.plot_right()),
     );
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let x = |v: f64| LEFT + (v.log10() - f64::from(x_low)) / f64::from(x_high - x_low) * plot_w;
-    let y =
-        |v: f64| TOP + plot_h - (v.log10() - f64::from(y_low)) / f64::from(y_high - y_low) * plot_h;
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"fkc-figure fkc-judge-figure\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"{}\">",
-        escape(&format!(
-            "measured time of {} against its {} formula, log-log, with the fitted model",
-            judged.kernel, judged.axis
-        ))
+    let y = Scale::new(
+        (y_low.into(), y_high.into()),
+        (frame.plot_bottom(), frame.top),
     );
-    out.push_str(&format!(
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{plot_w}\" height=\"{plot_h}\" fill=\"none\" stroke=\"currentColor\" stroke-opacity=\"0.5\"/>"
+    let kind = Type {
+        size: 10,
+        baseline: 3.5,
+    };
+    let label = format!(
+        "measured time of {} against its {} formula, log-log, with the fitted model",
+        judged.kernel, judged.axis
+    );
+    let mut chart = Chart::new(frame, kind, (x, y), "fkc-figure fkc-judge-figure", &label);
+    let (plot_w, plot_h) = (
+        frame.plot_right() - frame.left,
+        frame.plot_bottom() - frame.top,
+    );
+    chart.push(&format!(
+        "<rect x=\"{}\" y=\"{}\" width=\"{plot_w}\" height=\"{plot_h}\" fill=\"none\" stroke=\"currentColor\" stroke-opacity=\"0.5\"/>",
+        frame.left, frame.top
     ));
     for decade in x_low..=x_high {
-        let xx = x(10f64.powi(decade));
-        out.push_str(&format!(
-            "<line x1=\"{xx:.1}\" y1=\"{TOP}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/><text x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\" fill=\"currentColor\">1e{decade}</text>",
-            TOP + plot_h,
-            TOP + plot_h + 13.0
-        ));
+        chart.x_rule(decade.into(), "", &format!("1e{decade}"));
     }
     for decade in y_low..=y_high {
-        let yy = y(10f64.powi(decade));
-        out.push_str(&format!(
-            "<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"currentColor\">1e{decade}</text>",
-            LEFT + plot_w,
-            LEFT - 4.0,
-            yy + 3.5
-        ));
+        chart.y_rule(decade.into(), "", &format!("1e{decade}"));
     }
-    out.push_str(&format!(
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\">{} (the contract's formula)</text>",
-        LEFT + plot_w / 2.0,
-        HEIGHT - 6.0,
-        escape(&judged.axis)
-    ));
-    out.push_str(&format!(
-        "<text x=\"12\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"currentColor\" transform=\"rotate(-90 12 {:.1})\">measured ns</text>",
-        TOP + plot_h / 2.0,
-        TOP + plot_h / 2.0
-    ));
+    let middle = frame.top + plot_h / 2.0;
+    chart.text(
+        (frame.left + plot_w / 2.0, frame.height - 6.0),
+        11,
+        " text-anchor=\"middle\"",
+        &format!("{} (the contract's formula)", judged.axis),
+    );
+    chart.text(
+        (12.0, middle),
+        11,
+        &format!(" text-anchor=\"middle\" transform=\"rotate(-90 12 {middle:.1})\""),
+        "measured ns",
+    );
     if fitted.len() > 1 {
         let mut line: Vec<(f64, f64)> = fitted.clone();
         line.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let points: Vec<String> = line
-            .iter()
-            .filter(|(a, b)| *a > 0.0 && *b > 0.0)
-            .map(|(a, b)| format!("{:.1},{:.1}", x(*a), y(*b)))
-            .collect();
-        out.push_str(&format!(
-            "<polyline class=\"fkc-judge-fit\" points=\"{}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>",
-            points.join(" ")
+        let positive = line.iter().filter(|(a, b)| *a > 0.0 && *b > 0.0);
+        let d = chart.path(positive.map(|(a, b)| (a.log10(), Some(b.log10()))));
+        chart.push(&format!(
+            "<path class=\"fkc-judge-fit\" d=\"{d}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>"
         ));
     }
     for (index, point) in judged.ladder.iter().enumerate() {
@@ -268,33 +243,23 @@ pub fn svg(judged: &Judged) -> String {
         }
         let residual = judged.residuals.get(index).copied().unwrap_or(0.0);
         // A rung the fit misses by more than the verdict allows is drawn hollow.
-        let (class, fill) = if residual.abs() > crate::calibration::POOR_WORST {
-            (
-                "fkc-judge-point fkc-judge-miss",
-                "fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"",
-            )
+        let attributes = if residual.abs() > crate::calibration::POOR_WORST {
+            "class=\"fkc-judge-point fkc-judge-miss\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\""
         } else {
-            (
-                "fkc-judge-point",
-                "fill=\"currentColor\" fill-opacity=\"0.7\"",
-            )
+            "class=\"fkc-judge-point\" fill=\"currentColor\" fill-opacity=\"0.7\""
         };
-        out.push_str(&format!(
-            "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" {fill}><title>{}</title></circle>",
-            x(x_of(point)),
-            y(point.ns),
-            escape(&format!(
-                "{}: {} {}, {} ns measured, residual {:+.1} %",
-                point.sample,
-                x_of(point),
-                judged.axis,
-                point.ns,
-                residual * 100.0
-            ))
-        ));
+        let tooltip = format!(
+            "{}: {} {}, {} ns measured, residual {:+.1} %",
+            point.sample,
+            x_of(point),
+            judged.axis,
+            point.ns,
+            residual * 100.0
+        );
+        let at = (x_of(point).log10(), point.ns.log10());
+        chart.dot(at, 3.5, attributes, &tooltip);
     }
-    out.push_str("</svg>");
-    out
+    chart.finish()
 }
 
 #[cfg(test)]

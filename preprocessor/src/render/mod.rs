@@ -3,9 +3,11 @@
 //! escaped, and the result shaped for mdBook's Markdown pass (no blank lines, so the HTML block
 //! is never cut; no `{{`, so the `links` preprocessor that runs afterwards never sees a directive).
 
+mod chart;
 pub mod decorate;
 pub mod evidence;
 pub mod judge;
+mod markup;
 pub mod plan;
 pub mod pseudo;
 pub mod svg;

@@ -144,19 +144,50 @@ pub fn plan(
     Some(view)
 }
 
+/// Why the planner's Contiguize step cannot be priced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unpriced {
+    /// The book has no Contiguize contract for the dtype.
+    NoContract(DType),
+    /// The Contiguize contract (its kernel named) does not admit the input.
+    NotAdmitted {
+        kernel: String,
+        dims: Vec<i64>,
+        dtype: DType,
+    },
+}
+
+impl std::fmt::Display for Unpriced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unpriced::NoContract(dtype) => write!(
+                f,
+                "this book has no {CONTIGUIZE} contract for {}",
+                dtype.name()
+            ),
+            Unpriced::NotAdmitted {
+                kernel,
+                dims,
+                dtype,
+            } => write!(
+                f,
+                "`{kernel}`'s contract does not admit an input of shape {dims:?} in {}",
+                dtype.name()
+            ),
+        }
+    }
+}
+
 /// Contiguize's cost on an input of `dims` in `dtype`, from the book's Contiguize contract; or
 /// why it cannot be priced.
 fn contiguize_cost<'b>(
     book: &'b BookContracts,
     dims: &[i64],
     dtype: DType,
-) -> Result<(&'b BookContract, Vec<CostValue>), String> {
-    let found = book.find(CONTIGUIZE, dtype).ok_or_else(|| {
-        format!(
-            "this book has no {CONTIGUIZE} contract for {}",
-            dtype.name()
-        )
-    })?;
+) -> Result<(&'b BookContract, Vec<CostValue>), Unpriced> {
+    let found = book
+        .find(CONTIGUIZE, dtype)
+        .ok_or(Unpriced::NoContract(dtype))?;
     let domain = Domain::new(&found.raw, &found.contract, &[]);
     let sample = Sample {
         inputs: found
@@ -169,11 +200,11 @@ fn contiguize_cost<'b>(
         params: Vec::new(),
     };
     if !matches!(domain.verdict(&sample, dtype), Verdict::Admitted { .. }) {
-        return Err(format!(
-            "`{}`'s contract does not admit an input of shape {dims:?} in {}",
-            found.raw.kernel.value,
-            dtype.name()
-        ));
+        return Err(Unpriced::NotAdmitted {
+            kernel: found.raw.kernel.value.clone(),
+            dims: dims.to_vec(),
+            dtype,
+        });
     }
     Ok((found, cost_values(&domain, &sample, dtype)))
 }

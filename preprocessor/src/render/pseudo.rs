@@ -1,7 +1,7 @@
 //! A contract's semantics as the page shows them: the pseudo-code, highlighted (keywords,
 //! numbers, functions, comments), escaped, its line breaks as entities for mdBook's Markdown pass.
 
-use super::svg::escape;
+use super::markup::escape;
 use crate::contract::semantic::{Origin, Semantics};
 use crate::semantics::{Highlight, highlight};
 

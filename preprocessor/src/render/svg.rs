@@ -6,20 +6,13 @@
 //! asset, no XML prolog, no CDATA, no newline (so no blank line), every text escaped.
 //! [`figure`] gathers the drawings and sentences the `figure.html` template lays out.
 
+use super::chart::{Chart, Frame, Scale, Type, decades};
+use super::markup::escape;
 use crate::verify::worked::{CostValue, Drift, DriftPoint, Grid, MarkKind, Worked};
 use serde::Serialize;
 
 const CELL: i64 = 28;
 const LABEL: i64 = 20;
-
-/// `text` safe inside HTML text and attribute values.
-pub(crate) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
 
 /// The drawn size of a grid: (width, height).
 fn extent(grid: &Grid) -> (i64, i64) {
@@ -136,155 +129,118 @@ pub fn caption(worked: &Worked) -> String {
     )
 }
 
-const PLOT_W: f64 = 440.0;
-const PLOT_H: f64 = 260.0;
-const LEFT: f64 = 62.0;
-const RIGHT: f64 = 24.0;
-const TOP: f64 = 46.0;
-const BOTTOM: f64 = 40.0;
+/// The drift plot's frame.
+const DRIFT: Frame = Frame {
+    width: 440.0,
+    height: 260.0,
+    left: 62.0,
+    right: 24.0,
+    top: 46.0,
+    bottom: 40.0,
+};
 
 /// The drift plot: `|kernel − exact|` (dots, solid) and the semantics' bound (dashed, where it
-/// says something) against the reduction length, both on log scales.
+/// says something) against the reduction length, on log scales (log2 of the length, log10 of
+/// the error; an exact result is drawn half a decade below the lowest).
 pub fn drift_plot(drift: &Drift) -> String {
-    let positive = |v: f64| v.is_finite() && v > 0.0;
-    let values: Vec<f64> = drift
-        .points
-        .iter()
-        .flat_map(|p| [Some(p.error), p.bound])
-        .flatten()
-        .filter(|v| positive(*v))
-        .collect();
-    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = values.iter().copied().fold(0.0, f64::max);
-    let (low, high) = if low.is_finite() && high > 0.0 {
-        (
-            low.log10().floor(),
-            high.log10().ceil().max(low.log10().floor() + 1.0),
-        )
-    } else {
-        (-6.0, 0.0)
-    };
+    let values = drift.points.iter().flat_map(|p| [Some(p.error), p.bound]);
+    let (low, high) = decades(values.flatten()).map_or((-6.0, 0.0), |(l, h)| (l.into(), h.into()));
     let floor = low - 0.5; // where an exact (zero) error is drawn
+    let units = |v: f64| {
+        if v.is_finite() && v > 0.0 {
+            v.log10()
+        } else {
+            floor
+        }
+    };
     let lengths: Vec<f64> = drift
         .points
         .iter()
         .map(|p| (p.length.max(1) as f64).log2())
         .collect();
     let x_max = lengths.iter().copied().fold(1.0, f64::max);
-    let x = |l: f64| LEFT + l / x_max * (PLOT_W - LEFT - RIGHT);
-    let y = |v: f64| {
-        let e = if positive(v) { v.log10() } else { floor };
-        TOP + (high - e) / (high - floor) * (PLOT_H - TOP - BOTTOM)
+    let frame = DRIFT;
+    let x = Scale::new((0.0, x_max), (frame.left, frame.plot_right()));
+    let y = Scale::new((high, floor), (frame.top, frame.plot_bottom()));
+    let kind = Type {
+        size: 12,
+        baseline: 3.0,
     };
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"fkc-drift\" width=\"{PLOT_W}\" height=\"{PLOT_H}\" viewBox=\"0 0 {PLOT_W} {PLOT_H}\" role=\"img\" aria-label=\"{}\">",
-        escape(&format!(
-            "{} drift of {}: error against reduction length",
-            drift.dtype, drift.symbol
-        ))
+    let label = format!(
+        "{} drift of {}: error against reduction length",
+        drift.dtype, drift.symbol
     );
-    let bottom = PLOT_H - BOTTOM;
+    let mut chart = Chart::new(frame, kind, (x, y), "fkc-drift", &label);
     for decade in (low as i64)..=(high as i64) {
-        let v = 10f64.powi(i32::try_from(decade).unwrap_or(0));
-        let yy = y(v);
-        out.push_str(&format!(
-            "<line class=\"fkc-drift-grid\" x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\" fill=\"currentColor\">1e{decade}</text>",
-            PLOT_W - RIGHT,
-            LEFT - 4.0,
-            yy + 3.0
-        ));
+        chart.y_rule(decade as f64, "fkc-drift-grid", &format!("1e{decade}"));
     }
-    out.push_str(&format!(
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\" fill=\"currentColor\">0</text>",
-        LEFT - 4.0,
-        y(0.0) + 3.0
-    ));
+    chart.text(
+        (frame.left - 4.0, y.at(floor) + 3.0),
+        12,
+        " text-anchor=\"end\"",
+        "0",
+    );
     for (point, l) in drift.points.iter().zip(&lengths) {
         if (*l as i64) % 2 == 0 {
-            out.push_str(&format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
-                x(*l),
-                bottom + 14.0,
-                point.length
-            ));
+            chart.x_label(*l, &point.length.to_string());
         }
     }
-    out.push_str(&format!(
-        "<path class=\"fkc-drift-axis\" d=\"M{LEFT} {TOP} V{bottom} H{:.1}\" fill=\"none\" stroke=\"currentColor\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"13\" text-anchor=\"middle\" fill=\"currentColor\">reduction length K (terms the element sums)</text>",
-        PLOT_W - RIGHT,
-        (LEFT + PLOT_W - RIGHT) / 2.0,
-        PLOT_H - 6.0
+    let (left, top, bottom) = (frame.left, frame.top, frame.plot_bottom());
+    chart.push(&format!(
+        "<path class=\"fkc-drift-axis\" d=\"M{left} {top} V{bottom} H{:.1}\" fill=\"none\" stroke=\"currentColor\"/>",
+        frame.plot_right()
     ));
-    // A polyline through the values there are; a missing one (a bound that says nothing)
-    // ends it.
-    let path = |values: &mut dyn Iterator<Item = (f64, Option<f64>)>| -> String {
-        let mut d = String::new();
-        let mut pen_down = false;
-        for (l, v) in values {
-            let Some(v) = v.filter(|v| v.is_finite()) else {
-                pen_down = false;
-                continue;
-            };
-            d.push_str(&format!(
-                "{}{:.1} {:.1}",
-                if pen_down { " L" } else { " M" },
-                x(l),
-                y(v)
-            ));
-            pen_down = true;
-        }
-        d.trim_start().to_owned()
+    chart.text(
+        ((left + frame.plot_right()) / 2.0, frame.height - 6.0),
+        13,
+        " text-anchor=\"middle\"",
+        "reduction length K (terms the element sums)",
+    );
+    let finite = |v: f64| v.is_finite().then(|| units(v));
+    let at = |value: fn(&DriftPoint) -> Option<f64>| {
+        let points = drift.points.iter().zip(&lengths);
+        chart.path(points.map(|(p, l)| (*l, value(p).and_then(finite))))
     };
-    let bound = path(
-        &mut drift
-            .points
-            .iter()
-            .zip(&lengths)
-            .map(|(p, l)| (*l, p.bound)),
-    );
-    let error = path(
-        &mut drift
-            .points
-            .iter()
-            .zip(&lengths)
-            .map(|(p, l)| (*l, Some(p.error))),
-    );
+    let (bound, error) = (at(|p| p.bound), at(|p| Some(p.error)));
     if !bound.is_empty() {
-        out.push_str(&format!(
+        chart.push(&format!(
             "<path class=\"fkc-drift-bound\" d=\"{bound}\" fill=\"none\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/>"
         ));
     }
-    out.push_str(&format!(
+    chart.push(&format!(
         "<path class=\"fkc-drift-err\" d=\"{error}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"/>"
     ));
     for (point, l) in drift.points.iter().zip(&lengths) {
-        out.push_str(&format!(
-            "<circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"currentColor\"><title>K = {}: |error| = {}{}</title></circle>",
-            x(*l),
-            y(point.error),
+        let bound = point
+            .bound
+            .map_or(String::new(), |b| format!(", bound = {}", scientific(b)));
+        let tooltip = format!(
+            "K = {}: |error| = {}{bound}",
             point.length,
-            scientific(point.error),
-            point
-                .bound
-                .map_or(String::new(), |b| format!(", bound = {}", scientific(b)))
-        ));
+            scientific(point.error)
+        );
+        let attributes = "class=\"fkc-drift-dot\" fill=\"currentColor\"";
+        chart.dot((*l, units(point.error)), 3.0, attributes, &tooltip);
     }
     // The legend: the bound's line only where one is drawn.
     if drift.points.iter().any(|p| p.bound.is_some()) {
-        out.push_str(&format!(
-            "<line class=\"fkc-drift-bound\" x1=\"{LEFT:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"16\" font-size=\"13\" fill=\"currentColor\">bound γ_K·Σ|term|</text>",
-            LEFT + 24.0,
-            LEFT + 30.0,
+        chart.push(&format!(
+            "<line class=\"fkc-drift-bound\" x1=\"{left:.1}\" y1=\"12\" x2=\"{:.1}\" y2=\"12\" stroke=\"currentColor\" stroke-dasharray=\"6 4\" stroke-width=\"2\"/>",
+            left + 24.0,
         ));
+        chart.text((left + 30.0, 16.0), 13, "", "bound γ_K·Σ|term|");
     }
-    out.push_str(&format!(
-        "<circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"30\" r=\"3\" fill=\"currentColor\"/><text x=\"{:.1}\" y=\"34\" font-size=\"13\" fill=\"currentColor\">|{} kernel − exact|</text>",
-        LEFT + 12.0,
-        LEFT + 30.0,
-        escape(&drift.dtype)
+    chart.push(&format!(
+        "<circle class=\"fkc-drift-dot\" cx=\"{:.1}\" cy=\"30\" r=\"3\" fill=\"currentColor\"/>",
+        left + 12.0,
     ));
-    out.push_str("</svg>");
-    out
+    chart.text(
+        (left + 30.0, 34.0),
+        13,
+        "",
+        &format!("|{} kernel − exact|", drift.dtype),
+    );
+    chart.finish()
 }
 
 /// One legend entry: the mark's kind (`tap`, `traced`, `chosen`) and its meaning.

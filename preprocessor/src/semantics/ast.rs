@@ -192,6 +192,7 @@ impl Expr {
 
 impl Stmt {
     /// Visits this statement and every statement nested in it, in source order.
+    #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn walk<'a>(&'a self, visit: &mut impl FnMut(&'a Stmt)) {
         visit(self);
         match &self.kind {

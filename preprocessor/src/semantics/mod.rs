@@ -58,9 +58,12 @@ pub use check::{SigTensor, Signature, check};
 pub use error::{SemanticsError, SemanticsErrorKind};
 pub use exact::{Approx, Exact, Kinds};
 pub use ir::ParamValue;
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the tests' and fuzzers' API
 pub use machine::{Arith, Counts, Inputs, Outcome, Step};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the tests' and fuzzers' API
 pub use parser::{MAX_DEPTH, MAX_SOURCE_LEN, parse};
 pub use rounded::Rounded;
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the tests' and fuzzers' API
 pub use run::{reference, run};
 
 /// How a token of the pseudo-code is shown on the page.
@@ -123,6 +126,10 @@ pub fn highlight(src: &str) -> Vec<(std::ops::Range<usize>, Highlight)> {
 }
 
 #[cfg(test)]
+mod exec_random_tests;
+#[cfg(test)]
 mod exec_tests;
+#[cfg(test)]
+mod language_tests;
 #[cfg(test)]
 mod tests;

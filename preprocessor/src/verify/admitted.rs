@@ -3,7 +3,7 @@
 //! a crash or a hang is always a failure.
 
 use super::cost::{FlopsCount, kind_name};
-use super::run::{Outcome, call};
+use super::run::{CallError, Outcome, call};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay, sample_note};
 use super::{Agreement, Gate};
@@ -264,7 +264,7 @@ impl Gate<'_> {
         }
     }
 
-    fn cannot_call(&mut self, kernel: &Kernel<'_>, reason: &str) {
+    fn cannot_call(&mut self, kernel: &Kernel<'_>, reason: &CallError) {
         let span = self.raw.kernel.span.clone();
         let diagnostic = self.error(
             Code::OperandsMismatch,

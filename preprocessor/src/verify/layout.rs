@@ -136,9 +136,35 @@ pub fn check(
     report
 }
 
+/// Why the planner's contiguize step failed.
+#[derive(Debug)]
+enum ContiguizeError {
+    /// The view could not be packed here.
+    Pack(fkc_provider::TensorError),
+    /// The provider's Contiguize returned this many outputs, not one.
+    Outputs(usize),
+    Rejected(String),
+    Crashed(crate::providers::Crash),
+}
+
+impl std::fmt::Display for ContiguizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ContiguizeError::Pack(error) => write!(f, "{error}"),
+            ContiguizeError::Outputs(count) => write!(f, "it returned {count} outputs"),
+            ContiguizeError::Rejected(error) => write!(f, "{error}"),
+            ContiguizeError::Crashed(crash) => write!(f, "{crash}"),
+        }
+    }
+}
+
 /// The planner's contiguize step: the provider's own `Contiguize` kernel for the dtype when it
 /// has one, otherwise a packed copy made here.
-fn contiguize(kernel: &Kernel<'_>, view: &Operand, dtype: DType) -> Result<AnyTensor, String> {
+fn contiguize(
+    kernel: &Kernel<'_>,
+    view: &Operand,
+    dtype: DType,
+) -> Result<AnyTensor, ContiguizeError> {
     let own = kernel
         .provider
         .description()
@@ -146,7 +172,7 @@ fn contiguize(kernel: &Kernel<'_>, view: &Operand, dtype: DType) -> Result<AnyTe
         .iter()
         .find(|e| e.op_kind.as_deref() == Some("Contiguize") && e.dtype == dtype);
     let Some(own) = own else {
-        return view.packed().map_err(|e| e.to_string());
+        return view.packed().map_err(ContiguizeError::Pack);
     };
     let contiguize = Kernel {
         info: own,
@@ -154,9 +180,9 @@ fn contiguize(kernel: &Kernel<'_>, view: &Operand, dtype: DType) -> Result<AnyTe
     };
     match contiguize.run(&[Some(view.clone())], &ParamValues::new()) {
         CallOutcome::Outputs(mut out) if out.len() == 1 => Ok(out.remove(0)),
-        CallOutcome::Outputs(out) => Err(format!("it returned {} outputs", out.len())),
-        CallOutcome::Rejected(error) => Err(error),
-        CallOutcome::Crashed(crash) => Err(crash.to_string()),
+        CallOutcome::Outputs(out) => Err(ContiguizeError::Outputs(out.len())),
+        CallOutcome::Rejected(error) => Err(ContiguizeError::Rejected(error)),
+        CallOutcome::Crashed(crash) => Err(ContiguizeError::Crashed(crash)),
     }
 }
 

@@ -42,7 +42,7 @@ mod unchecked;
 mod values;
 pub mod worked;
 
-pub use repro::{Reproduced, Reproduction, reproduce};
+pub use repro::{ReproError, Reproduced, Reproduction, reproduce};
 pub use shrink::Check;
 
 use crate::contract::raw::RawContract;

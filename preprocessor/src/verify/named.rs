@@ -105,6 +105,43 @@ impl Gate<'_> {
     }
 }
 
+/// Why the named oracle could not be run on a sample.
+#[derive(Debug)]
+enum OracleError {
+    /// An operand could not be built.
+    Operand(fkc_provider::TensorError),
+    /// `oracle.params.NAME` is not a value of the parameter's kind.
+    Fixed {
+        name: String,
+        kind: ParamKind,
+    },
+    /// The oracle takes a parameter neither the sample nor `oracle.params` gives.
+    NoValue {
+        name: String,
+    },
+    NoOutput,
+    Refused(String),
+    Crashed(crate::providers::Crash),
+}
+
+impl std::fmt::Display for OracleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OracleError::Operand(error) => write!(f, "{error}"),
+            OracleError::Fixed { name, kind } => {
+                write!(f, "`oracle.params.{name}` is not a {kind}")
+            }
+            OracleError::NoValue { name } => write!(
+                f,
+                "the oracle's `{name}` has no value: the contract has no such field; give it under `oracle.params`"
+            ),
+            OracleError::NoOutput => write!(f, "it returned no output"),
+            OracleError::Refused(message) => write!(f, "it refused: {message}"),
+            OracleError::Crashed(crash) => write!(f, "{crash}"),
+        }
+    }
+}
+
 /// Runs the named oracle on the kernel's operands (matched by name) and returns its first
 /// output's values.
 fn run_named(
@@ -112,7 +149,7 @@ fn run_named(
     kernel: &Kernel<'_>,
     sample: &Sample,
     inputs: &[Option<Input>],
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, OracleError> {
     let operand = |name: &str| operand_named(kernel, inputs, name);
     let operands = named
         .kernel
@@ -123,7 +160,7 @@ fn run_named(
                 .map(|input| {
                     AnyTensor::from_f64(named.kernel.dtype, &input.dims, &input.values)
                         .map(Operand::contiguous)
-                        .map_err(|e| e.to_string())
+                        .map_err(OracleError::Operand)
                 })
                 .transpose()
         })
@@ -133,14 +170,14 @@ fn run_named(
         CallOutcome::Outputs(outputs) => outputs
             .first()
             .map(AnyTensor::to_f64_vec)
-            .ok_or_else(|| "it returned no output".to_owned()),
-        CallOutcome::Rejected(message) => Err(format!("it refused: {message}")),
-        CallOutcome::Crashed(crash) => Err(crash.to_string()),
+            .ok_or(OracleError::NoOutput),
+        CallOutcome::Rejected(message) => Err(OracleError::Refused(message)),
+        CallOutcome::Crashed(crash) => Err(OracleError::Crashed(crash)),
     }
 }
 
 /// The oracle's parameters: fixed in `oracle.params`, else the sample's value of the same name.
-fn params(named: &NamedOracle<'_>, sample: &Sample) -> Result<ParamValues, String> {
+fn params(named: &NamedOracle<'_>, sample: &Sample) -> Result<ParamValues, OracleError> {
     let mut values = ParamValues::new();
     for field in named.kernel.params.iter().filter(|f| f.shape_of.is_none()) {
         let fixed = named
@@ -150,17 +187,15 @@ fn params(named: &NamedOracle<'_>, sample: &Sample) -> Result<ParamValues, Strin
             .find(|(name, _)| name.value == field.name)
             .map(|(_, value)| fixed_value(&value.value, field.kind));
         let value = match fixed {
-            Some(value) => value.ok_or_else(|| {
-                format!("`oracle.params.{}` is not a {}", field.name, field.kind)
+            Some(value) => value.ok_or_else(|| OracleError::Fixed {
+                name: field.name.clone(),
+                kind: field.kind,
             })?,
             None => sample
                 .param(&field.name)
                 .and_then(|p| p.to_kernel(field.kind))
-                .ok_or_else(|| {
-                    format!(
-                        "the oracle's `{}` has no value: the contract has no such field; give it under `oracle.params`",
-                        field.name
-                    )
+                .ok_or_else(|| OracleError::NoValue {
+                    name: field.name.clone(),
                 })?,
         };
         values.insert(field.name.clone(), value);

@@ -34,6 +34,64 @@ pub enum Reproduced {
     Failed(Vec<Diagnostic>),
 }
 
+/// Why a reproduction could not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReproError {
+    /// The book's `[preprocessor.fkc]` does not read.
+    Options(String),
+    /// No chapter of the book is this file.
+    NoChapter { file: String },
+    /// No contract fence opens on this `file:line`.
+    NoContract { at: String },
+    /// The contract there is not verified (it does not import cleanly, or is unverified).
+    NotVerified { at: String },
+    /// The provider serves none of the contract's entry points.
+    NoEntryPoint,
+    /// The contract has no entry point of this dtype.
+    NoDtype(DType),
+    /// The sample does not fit the contract's inputs or parameters; what the contract has.
+    Mismatch(String),
+    /// The check runs on admitted samples, and the contract rejects this one.
+    Rejected,
+    /// The contract does not classify the sample (several constraints broken, or something
+    /// undefined on it).
+    Unclassified,
+}
+
+impl std::fmt::Display for ReproError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReproError::Options(why) => write!(f, "{why}"),
+            ReproError::NoChapter { file } => write!(
+                f,
+                "no chapter of the book is `{file}` (write it as `check` prints it)"
+            ),
+            ReproError::NoContract { at } => write!(f, "no ```fkc fence opens on {at}"),
+            ReproError::NotVerified { at } => write!(
+                f,
+                "the contract at {at} is not verified (it does not import cleanly, or is unverified): run `mdbook-fkc check`"
+            ),
+            ReproError::NoEntryPoint => {
+                write!(f, "the contract has no entry point the provider serves")
+            }
+            ReproError::NoDtype(dtype) => {
+                write!(f, "the contract has no {} entry point", dtype.name())
+            }
+            ReproError::Mismatch(what) => write!(f, "{what}"),
+            ReproError::Rejected => write!(
+                f,
+                "this check runs on admitted samples; the contract rejects this one"
+            ),
+            ReproError::Unclassified => write!(
+                f,
+                "the contract does not classify this sample: it breaks several constraints, or an output or a constraint is undefined on it"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ReproError {}
+
 /// Runs `request` on the contract. `Err` when it does not fit the contract: a dtype without an
 /// entry point (except for `--check undeclared`, which runs one), a sample with other inputs or
 /// parameters, or one the check needs classified that the contract does not classify (neither
@@ -46,11 +104,9 @@ pub fn reproduce(
     builtin: &Provider,
     source: &Arc<SourceFile>,
     request: &Reproduction,
-) -> Result<Reproduced, String> {
+) -> Result<Reproduced, ReproError> {
     let kernels = entry_kernels(import, provider);
-    let (_, first) = kernels
-        .first()
-        .ok_or("the contract has no entry point the provider serves")?;
+    let (_, first) = kernels.first().ok_or(ReproError::NoEntryPoint)?;
     let declared = import.entry_points.iter().any(|e| e.dtype == request.dtype);
     if request.check == Check::Undeclared && declared {
         return Ok(Reproduced::Passed(format!(
@@ -64,7 +120,7 @@ pub fn reproduce(
             .iter()
             .find(|(dtype, _)| *dtype == request.dtype)
             .map(|(_, kernel)| *kernel)
-            .ok_or_else(|| format!("the contract has no {} entry point", request.dtype.name()))?,
+            .ok_or(ReproError::NoDtype(request.dtype))?,
     };
     let mut gate = Gate::new(raw, contract, source, first, request.seed);
     gate.named_oracle = match named::resolve(&mut gate, [provider, builtin]) {
@@ -92,7 +148,7 @@ impl Gate<'_> {
     /// breaking exactly one constraint; `Err` when the check needs a classification the
     /// contract does not give. Checks that run on any sample keep nothing ([`Keep::Admitted`]
     /// is not consulted by their replay).
-    fn keep(&self, sample: &Sample, request: &Reproduction) -> Result<Keep, String> {
+    fn keep(&self, sample: &Sample, request: &Reproduction) -> Result<Keep, ReproError> {
         if !request.check.classifies() {
             return Ok(Keep::Admitted);
         }
@@ -101,10 +157,8 @@ impl Gate<'_> {
             Verdict::Breaks { constraint } if request.check == Check::Domain => {
                 Ok(Keep::Breaks(constraint))
             }
-            Verdict::Breaks { .. } => {
-                Err("this check runs on admitted samples; the contract rejects this one".into())
-            }
-            Verdict::Other => Err("the contract does not classify this sample: it breaks several constraints, or an output or a constraint is undefined on it".into()),
+            Verdict::Breaks { .. } => Err(ReproError::Rejected),
+            Verdict::Other => Err(ReproError::Unclassified),
         }
     }
 
@@ -146,7 +200,7 @@ impl Gate<'_> {
     /// `given` checked against the contract's inputs and parameters (same names, order, ranks
     /// and tuple lengths), with each absent input given dims of ones. An absent input must be
     /// optional, except for `--check required`, which runs a call without a required one.
-    fn fitted(&self, given: &Sample, check: Check) -> Result<Sample, String> {
+    fn fitted(&self, given: &Sample, check: Check) -> Result<Sample, ReproError> {
         let template = self.domain.draw(&mut Rng::new(0));
         let names = |s: &Sample| {
             let inputs = s.inputs.iter().map(|(n, _, _)| n.clone());
@@ -155,23 +209,24 @@ impl Gate<'_> {
                 .collect::<Vec<_>>()
         };
         if names(given) != names(&template) {
-            return Err(format!(
-                "the contract's sample has {}",
-                names(&template).join(", ")
-            ));
+            let names = names(&template).join(", ");
+            return Err(ReproError::Mismatch(format!(
+                "the contract's sample has {names}"
+            )));
         }
         let mut sample = given.clone();
         for ((name, dims, present), (_, shape, _)) in sample.inputs.iter_mut().zip(&template.inputs)
         {
             let optional = check == Check::Required || self.declares_optional(name);
             if !*present && !optional {
-                return Err(format!("`{name}` is not optional"));
+                return Err(ReproError::Mismatch(format!("`{name}` is not optional")));
             }
             if !*present {
                 *dims = vec![1; shape.len()];
             }
             if dims.len() != shape.len() {
-                return Err(format!("`{name}` has rank {}", shape.len()));
+                let rank = shape.len();
+                return Err(ReproError::Mismatch(format!("`{name}` has rank {rank}")));
             }
         }
         let lengths = |s: &Sample| {
@@ -184,10 +239,10 @@ impl Gate<'_> {
                 .collect::<Vec<_>>()
         };
         if lengths(&sample) != lengths(&template) {
-            return Err(format!(
-                "the parameters are written like {}",
-                template.describe()
-            ));
+            let written = template.describe();
+            return Err(ReproError::Mismatch(format!(
+                "the parameters are written like {written}"
+            )));
         }
         Ok(sample)
     }
@@ -332,7 +387,7 @@ mod tests {
         provider: &Provider,
         dtypes: &[DType],
         request: &Reproduction,
-    ) -> Result<Reproduced, String> {
+    ) -> Result<Reproduced, ReproError> {
         let builtin = Provider::builtin();
         with_contract(text, provider, dtypes, |raw, contract, import, source| {
             reproduce(raw, contract, import, provider, &builtin, source, request)
@@ -361,14 +416,14 @@ mod tests {
         }
     }
 
-    fn codes(reproduced: Result<Reproduced, String>) -> Vec<Code> {
+    fn codes(reproduced: Result<Reproduced, ReproError>) -> Vec<Code> {
         match reproduced {
             Ok(Reproduced::Failed(report)) => report.iter().map(|d| d.code).collect(),
             other => panic!("not reproduced: {other:?}"),
         }
     }
 
-    fn passes(reproduced: Result<Reproduced, String>) -> String {
+    fn passes(reproduced: Result<Reproduced, ReproError>) -> String {
         match reproduced {
             Ok(Reproduced::Passed(verdict)) => verdict,
             other => panic!("does not pass: {other:?}"),

@@ -35,7 +35,25 @@ pub enum Outcome {
     /// It crashed or hung (never a rejection).
     Crashed(Crash),
     /// The sample cannot be expressed as a call (a parameter the kernel needs is not sampled).
-    Skipped(String),
+    Skipped(CallError),
+}
+
+/// Why a sample cannot be expressed as a call of a kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// An operand could not be built (its dims overflow).
+    Operand(fkc_provider::TensorError),
+    /// A parameter the kernel takes has no value in the sample: its name.
+    NoParam(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Operand(error) => write!(f, "{error}"),
+            CallError::NoParam(name) => write!(f, "no sampled value for `{name}`"),
+        }
+    }
 }
 
 /// What an accepted call gave.
@@ -170,7 +188,7 @@ pub(crate) fn operands(
     sample: &Sample,
     dtype: DType,
     fill: Fill,
-) -> Result<Vec<Option<Operand>>, String> {
+) -> Result<Vec<Option<Operand>>, CallError> {
     let seed = match fill {
         Fill::Random(seed)
         | Fill::WideExponents(seed)
@@ -211,7 +229,7 @@ pub(crate) fn operands(
             };
             AnyTensor::from_f64(dtype, &shape, &values)
                 .map(|t| Some(Operand::contiguous(t)))
-                .map_err(|e| e.to_string())
+                .map_err(CallError::Operand)
         })
         .collect()
 }
@@ -223,20 +241,20 @@ pub(crate) fn arguments(
     sample: &Sample,
     dtype: DType,
     fill: Fill,
-) -> Result<(Vec<Option<Operand>>, ParamValues), String> {
+) -> Result<(Vec<Option<Operand>>, ParamValues), CallError> {
     Ok((
         operands(kernel, sample, dtype, fill)?,
         params(kernel, sample)?,
     ))
 }
 
-pub(crate) fn params(kernel: &EntryPointInfo, sample: &Sample) -> Result<ParamValues, String> {
+pub(crate) fn params(kernel: &EntryPointInfo, sample: &Sample) -> Result<ParamValues, CallError> {
     let mut values = ParamValues::new();
     for field in kernel.params.iter().filter(|f| f.shape_of.is_none()) {
         let value = sample
             .param(&field.name)
             .and_then(|p| p.to_kernel(field.kind))
-            .ok_or_else(|| format!("no sampled value for `{}`", field.name))?;
+            .ok_or_else(|| CallError::NoParam(field.name.clone()))?;
         values.insert(field.name.clone(), value);
     }
     Ok(values)

@@ -268,9 +268,9 @@ impl Sample {
     /// The sample [`Sample::describe`] wrote (`x: [1, 2], b: absent, k = 2, s = (1, 1)`); an
     /// absent input's dims are left empty. Bounded: at most [`MAX_DESCRIBED`] bytes, ranks up
     /// to 8, values up to [`MAX_VALUE`] and at most [`MAX_ELEMENTS`] elements per input.
-    pub fn parse(text: &str) -> Result<Sample, String> {
+    pub fn parse(text: &str) -> Result<Sample, SampleSyntaxError> {
         if text.len() > MAX_DESCRIBED {
-            return Err(format!("a sample is at most {MAX_DESCRIBED} bytes"));
+            return Err(SampleSyntaxError::TooLong);
         }
         let mut sample = Sample {
             inputs: Vec::new(),
@@ -292,18 +292,84 @@ impl Sample {
                 sample.params.push((name.to_owned(), param));
                 after
             } else {
-                return Err(format!("expected `: ` or ` = ` after `{name}`"));
+                let name = name.to_owned();
+                return Err(SampleSyntaxError::NoSeparator { name });
             };
             rest = match rest.strip_prefix(", ") {
                 Some(next) if !next.is_empty() => next,
-                Some(_) => return Err("a trailing `, `".to_owned()),
+                Some(_) => return Err(SampleSyntaxError::TrailingComma),
                 None if rest.is_empty() => rest,
-                None => return Err(format!("expected `, ` before `{}`", clip(rest))),
+                None => return Err(SampleSyntaxError::NoComma { at: clip(rest) }),
             };
         }
         Ok(sample)
     }
 }
+
+/// Why a sample's text does not read ([`Sample::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SampleSyntaxError {
+    TooLong,
+    /// Neither `: ` (an input) nor ` = ` (a parameter) after a name.
+    NoSeparator {
+        name: String,
+    },
+    TrailingComma,
+    /// Something other than `, ` between two entries; the start of what was found.
+    NoComma {
+        at: String,
+    },
+    NoName {
+        at: String,
+    },
+    TooManyElements {
+        name: String,
+    },
+    /// `open` was expected at `at`.
+    NoOpen {
+        open: char,
+        at: String,
+    },
+    Unclosed {
+        open: char,
+        close: char,
+    },
+    TooManyValues {
+        open: char,
+        close: char,
+    },
+    /// Not an integer from 0 to [`MAX_VALUE`].
+    BadValue {
+        found: String,
+    },
+}
+
+impl std::fmt::Display for SampleSyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooLong => write!(f, "a sample is at most {MAX_DESCRIBED} bytes"),
+            Self::NoSeparator { name } => write!(f, "expected `: ` or ` = ` after `{name}`"),
+            Self::TrailingComma => write!(f, "a trailing `, `"),
+            Self::NoComma { at } => write!(f, "expected `, ` before `{at}`"),
+            Self::NoName { at } => write!(f, "expected a name at `{at}`"),
+            Self::TooManyElements { name } => {
+                write!(f, "`{name}` has more than {MAX_ELEMENTS} elements")
+            }
+            Self::NoOpen { open, at } => write!(f, "expected `{open}` at `{at}`"),
+            Self::Unclosed { open, close } => write!(f, "no `{close}` after `{open}`"),
+            Self::TooManyValues { open, close } => write!(
+                f,
+                "at most {MAX_LIST} values between `{open}` and `{close}`"
+            ),
+            Self::BadValue { found } => write!(
+                f,
+                "expected an integer from 0 to {MAX_VALUE}, found `{found}`"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SampleSyntaxError {}
 
 /// The longest sample text [`Sample::parse`] reads.
 pub const MAX_DESCRIBED: usize = 4096;
@@ -320,18 +386,21 @@ fn clip(text: &str) -> String {
 }
 
 /// An identifier at the start of `text`, and what follows it.
-fn parse_name(text: &str) -> Result<(&str, &str), String> {
+fn parse_name(text: &str) -> Result<(&str, &str), SampleSyntaxError> {
     let end = text
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .unwrap_or(text.len());
     match text.split_at(end) {
-        ("", _) => Err(format!("expected a name at `{}`", clip(text))),
+        ("", _) => Err(SampleSyntaxError::NoName { at: clip(text) }),
         (name, rest) => Ok((name, rest)),
     }
 }
 
 /// `[d, …]` (dims, at most [`MAX_ELEMENTS`] in all) or `absent` (`None`).
-fn parse_operand<'t>(name: &str, text: &'t str) -> Result<(Option<Vec<i64>>, &'t str), String> {
+fn parse_operand<'t>(
+    name: &str,
+    text: &'t str,
+) -> Result<(Option<Vec<i64>>, &'t str), SampleSyntaxError> {
     if let Some(rest) = text.strip_prefix("absent") {
         return Ok((None, rest));
     }
@@ -341,13 +410,14 @@ fn parse_operand<'t>(name: &str, text: &'t str) -> Result<(Option<Vec<i64>>, &'t
         .try_fold(1i64, |total, d| total.checked_mul(*d))
         .filter(|total| *total <= MAX_ELEMENTS);
     if elements.is_none() {
-        return Err(format!("`{name}` has more than {MAX_ELEMENTS} elements"));
+        let name = name.to_owned();
+        return Err(SampleSyntaxError::TooManyElements { name });
     }
     Ok((Some(dims), rest))
 }
 
 /// `v` or `(v, …)`.
-fn parse_param(text: &str) -> Result<(Param, &str), String> {
+fn parse_param(text: &str) -> Result<(Param, &str), SampleSyntaxError> {
     if text.starts_with('(') {
         let (values, rest) = parse_list(text, '(', ')')?;
         return Ok((Param::Ints(values), rest));
@@ -360,40 +430,36 @@ fn parse_param(text: &str) -> Result<(Param, &str), String> {
 }
 
 /// `open v, v, … close` with at most [`MAX_LIST`] values.
-fn parse_list(text: &str, open: char, close: char) -> Result<(Vec<i64>, &str), String> {
+fn parse_list(text: &str, open: char, close: char) -> Result<(Vec<i64>, &str), SampleSyntaxError> {
     let inner = text
         .strip_prefix(open)
-        .ok_or_else(|| format!("expected `{open}` at `{}`", clip(text)))?;
+        .ok_or_else(|| SampleSyntaxError::NoOpen {
+            open,
+            at: clip(text),
+        })?;
     let end = inner
         .find(close)
-        .ok_or_else(|| format!("no `{close}` after `{open}`"))?;
+        .ok_or(SampleSyntaxError::Unclosed { open, close })?;
     let (list, rest) = inner.split_at(end);
     let values = if list.is_empty() {
         Vec::new()
     } else {
         list.split(", ")
             .map(parse_value)
-            .collect::<Result<Vec<i64>, String>>()?
+            .collect::<Result<Vec<i64>, SampleSyntaxError>>()?
     };
     if values.len() > MAX_LIST {
-        return Err(format!(
-            "at most {MAX_LIST} values between `{open}` and `{close}`"
-        ));
+        return Err(SampleSyntaxError::TooManyValues { open, close });
     }
     Ok((values, rest.get(1..).unwrap_or("")))
 }
 
 /// A non-negative integer up to [`MAX_VALUE`].
-fn parse_value(text: &str) -> Result<i64, String> {
+fn parse_value(text: &str) -> Result<i64, SampleSyntaxError> {
     text.parse::<i64>()
         .ok()
         .filter(|v| (0..=MAX_VALUE).contains(v) && text.bytes().all(|b| b.is_ascii_digit()))
-        .ok_or_else(|| {
-            format!(
-                "expected an integer from 0 to {MAX_VALUE}, found `{}`",
-                clip(text)
-            )
-        })
+        .ok_or_else(|| SampleSyntaxError::BadValue { found: clip(text) })
 }
 
 /// A small parameter value (in [`PARAMS`]): mostly 1..=3, sometimes 0 or 4.

@@ -75,8 +75,8 @@ impl TagKind {
         }
     }
 
-    /// Checks that the tag may stand on this kind of node; the message says why not.
-    pub(super) fn check_node(self, node: NodeKind, tag: &Tag) -> Result<(), String> {
+    /// Checks that the tag may stand on this kind of node.
+    pub(super) fn check_node(self, node: NodeKind, tag: &Tag) -> Result<(), ScalarError> {
         let required = match self {
             TagKind::Seq => NodeKind::Sequence,
             TagKind::Map => NodeKind::Mapping,
@@ -86,9 +86,9 @@ impl TagKind {
         if required == node {
             Ok(())
         } else if self == TagKind::Include {
-            Err("!include currently only supports the scalar form: !include <path>".to_owned())
+            Err(ScalarError::IncludeForm)
         } else {
-            Err(format!("unsupported tag `{}`", tag.original()))
+            Err(ScalarError::UnsupportedTag(tag.original().to_string()))
         }
     }
 
@@ -155,25 +155,63 @@ pub(super) fn is_null(text: &str, plain: bool, tag: TagKind) -> bool {
     }
 }
 
-/// The value of a scalar, or the message saying why it has none.
-pub(super) fn resolve(text: Cow<'_, str>, plain: bool, tag: TagKind) -> Result<Value, String> {
+/// Why a scalar or its tag cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ScalarError {
+    /// `!include` on a sequence or mapping.
+    IncludeForm,
+    /// A tag this reader does not support, as written.
+    UnsupportedTag(String),
+    InvalidBool,
+    InvalidFloat,
+    /// A timestamp or binary scalar.
+    TaggedString,
+    InvalidI64,
+    InvalidU64,
+    /// An infinite or NaN float, as written.
+    NonFinite(String),
+}
+
+impl std::fmt::Display for ScalarError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScalarError::IncludeForm => write!(
+                f,
+                "!include currently only supports the scalar form: !include <path>"
+            ),
+            ScalarError::UnsupportedTag(tag) => write!(f, "unsupported tag `{tag}`"),
+            ScalarError::InvalidBool => write!(f, "invalid boolean"),
+            ScalarError::InvalidFloat => write!(f, "invalid floating point"),
+            ScalarError::TaggedString => {
+                write!(f, "cannot deserialize tagged scalar into string")
+            }
+            ScalarError::InvalidI64 => write!(f, "invalid i64"),
+            ScalarError::InvalidU64 => write!(f, "invalid u64"),
+            ScalarError::NonFinite(text) => write!(
+                f,
+                "non-finite float `{text}` rejected by the configured policy"
+            ),
+        }
+    }
+}
+
+/// The value of a scalar, or why it has none.
+pub(super) fn resolve(text: Cow<'_, str>, plain: bool, tag: TagKind) -> Result<Value, ScalarError> {
     match tag {
         TagKind::Null => Ok(Value::Null),
         TagKind::Bool => yaml11_bool(&text)
             .map(Value::Bool)
-            .ok_or_else(|| "invalid boolean".to_owned()),
+            .ok_or(ScalarError::InvalidBool),
         TagKind::Int => tagged_int(&text),
         TagKind::Float => match float(&text) {
             Some(number) => finite(number, &text),
-            None => Err("invalid floating point".to_owned()),
+            None => Err(ScalarError::InvalidFloat),
         },
-        TagKind::Angle => Err("invalid floating point".to_owned()),
+        TagKind::Angle => Err(ScalarError::InvalidFloat),
         TagKind::NonSpecific | TagKind::Str => Ok(Value::Str(text.into_owned())),
-        TagKind::Timestamp | TagKind::Binary => {
-            Err("cannot deserialize tagged scalar into string".to_owned())
-        }
-        TagKind::Seq => Err("unsupported tag `!!seq`".to_owned()),
-        TagKind::Map => Err("unsupported tag `!!map`".to_owned()),
+        TagKind::Timestamp | TagKind::Binary => Err(ScalarError::TaggedString),
+        TagKind::Seq => Err(ScalarError::UnsupportedTag("!!seq".to_owned())),
+        TagKind::Map => Err(ScalarError::UnsupportedTag("!!map".to_owned())),
         TagKind::None | TagKind::Merge | TagKind::Value | TagKind::Include | TagKind::Other => {
             if plain {
                 implicit(text)
@@ -185,7 +223,7 @@ pub(super) fn resolve(text: Cow<'_, str>, plain: bool, tag: TagKind) -> Result<V
 }
 
 /// A plain, untagged scalar: null, boolean, integer (64 bits), float, else the text itself.
-fn implicit(text: Cow<'_, str>) -> Result<Value, String> {
+fn implicit(text: Cow<'_, str>) -> Result<Value, ScalarError> {
     if is_null(&text, true, TagKind::None) {
         return Ok(Value::Null);
     }
@@ -219,28 +257,26 @@ fn implicit(text: Cow<'_, str>) -> Result<Value, String> {
 }
 
 /// `!!int`: a 64-bit integer, signed when written with a minus sign.
-fn tagged_int(text: &str) -> Result<Value, String> {
+fn tagged_int(text: &str) -> Result<Value, ScalarError> {
     if yaml_trim(text).starts_with('-') {
         signed(text)
             .and_then(|number| i64::try_from(number).ok())
             .map(|number| Value::Int(i128::from(number)))
-            .ok_or_else(|| "invalid i64".to_owned())
+            .ok_or(ScalarError::InvalidI64)
     } else {
         unsigned_int(text)
             .and_then(|number| u64::try_from(number).ok())
             .map(|number| Value::Int(i128::from(number)))
-            .ok_or_else(|| "invalid u64".to_owned())
+            .ok_or(ScalarError::InvalidU64)
     }
 }
 
 /// Infinities and NaN (written, or from an overflowing literal such as `1e999`) are refused.
-fn finite(number: f64, text: &str) -> Result<Value, String> {
+fn finite(number: f64, text: &str) -> Result<Value, ScalarError> {
     if number.is_finite() {
         Ok(Value::Float(number))
     } else {
-        Err(format!(
-            "non-finite float `{text}` rejected by the configured policy"
-        ))
+        Err(ScalarError::NonFinite(text.to_owned()))
     }
 }
 

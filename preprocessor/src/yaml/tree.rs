@@ -158,7 +158,7 @@ impl<'a> Builder<'_, 'a> {
         let kind = tag.map_or(TagKind::None, TagKind::of);
         if let Some(tag) = tag {
             kind.check_node(node, tag)
-                .map_err(|message| self.syntax(message, at))?;
+                .map_err(|error| self.syntax(error.to_string(), at))?;
         }
         Ok(kind)
     }
@@ -198,7 +198,8 @@ impl<'a> Builder<'_, 'a> {
             }
             Value::Null
         } else {
-            scalar::resolve(text, plain, kind).map_err(|message| self.syntax(message, at))?
+            scalar::resolve(text, plain, kind)
+                .map_err(|error| self.syntax(error.to_string(), at))?
         };
         let shadow = self.anchored(anchor, shadow);
         self.deliver(Done {

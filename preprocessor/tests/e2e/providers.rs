@@ -4,45 +4,15 @@
 //! the time limit; provider commands that cannot serve reported at the front matter.
 
 use super::support::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The demo provider's binaries, built once per test run into their own target directory (so
-/// the build does not wait on the lock of the one running these tests).
-fn provider_bins() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let target = repo_root().join("target/fkc-providers");
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--locked",
-                "--release",
-                "-p",
-                "demo-provider",
-                "--bins",
-            ])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(repo_root())
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the demo provider failed");
-        target.join("release")
-    })
-}
+mod books;
+mod traffic;
 
-/// A copy of a fixture book whose provider commands are the demo provider's binaries.
-fn provider_book(name: &str) -> PathBuf {
-    let dir = fixture_book(name);
-    let toml = dir.join("book.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
-    let bins = provider_bins().display().to_string();
-    std::fs::write(&toml, text.replace("@PROVIDERS@", &bins)).unwrap();
-    dir
-}
+use books::{demo_book, mutated_demo_book, provider_bins, provider_book, python_book};
+use traffic::{record_traffic, valid_traffic};
 
 /// The (code, file:line) of every error of `mdbook-fkc check --format json` in `dir`.
 fn errors(dir: &Path) -> Vec<(String, String)> {
@@ -68,37 +38,6 @@ fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .iter()
         .map(|(code, at)| ((*code).to_owned(), (*at).to_owned()))
         .collect()
-}
-
-/// A copy of the demo provider's book run by this test run's binary and the demo's binary.
-fn demo_book() -> PathBuf {
-    let dir = temp_dir("demo-book");
-    let demo = repo_root().join("examples/demo-provider");
-    copy_dir(&demo.join("book"), &dir.join("book"));
-    let toml = std::fs::read_to_string(demo.join("book.toml")).unwrap();
-    let ours = format!("command = {:?}", fkc_bin().display().to_string());
-    let provider = format!(
-        "command = {:?}",
-        provider_bins().join("fkc-provider").display().to_string()
-    );
-    let toml = toml
-        .replace("command = \"cargo run --quiet --locked --release -p mdbook-fkc --\"", &ours)
-        .replace(
-            "command = \"cargo run --quiet --locked --release -p demo-provider --bin fkc-provider\"",
-            &provider,
-        );
-    std::fs::write(dir.join("book.toml"), toml).unwrap();
-    dir
-}
-
-/// `demo_book()` with one text of its chapter replaced.
-fn mutated_demo_book(from: &str, to: &str) -> PathBuf {
-    let dir = demo_book();
-    let chapter = dir.join("book/kernels.md");
-    let text = std::fs::read_to_string(&chapter).unwrap();
-    assert!(text.contains(from), "{from}");
-    std::fs::write(&chapter, text.replacen(from, to, 1)).unwrap();
-    dir
 }
 
 #[test]
@@ -370,27 +309,6 @@ fn this_repository_s_book_runs_its_provider_in_process() {
     );
 }
 
-/// A copy of the Python provider's book, run by this test run's binary.
-fn python_book() -> PathBuf {
-    let dir = temp_dir("python-book");
-    let example = repo_root().join("examples/python-provider");
-    copy_dir(&example.join("book"), &dir.join("book"));
-    let toml = std::fs::read_to_string(example.join("book.toml")).unwrap();
-    let ours = format!("command = {:?}", fkc_bin().display().to_string());
-    let provider = format!(
-        "command = {:?}",
-        format!("python3 {}", example.join("provider.py").display())
-    );
-    let toml = toml
-        .replace(
-            "command = \"cargo run --quiet --locked --release -p mdbook-fkc --\"",
-            &ours,
-        )
-        .replace("command = \"python3 provider.py\"", &provider);
-    std::fs::write(dir.join("book.toml"), toml).unwrap();
-    dir
-}
-
 #[test]
 fn a_python_provider_written_from_the_format_reference_verifies_under_real_mdbook() {
     let dir = python_book();
@@ -503,38 +421,6 @@ fn two_providers_may_each_document_a_kernel_of_the_same_name() {
         ),
         "{twice}"
     );
-}
-
-/// Rewrites the book.toml in `dir` so that the provider command `command` runs between two
-/// `tee`s recording its traffic: `requests.jsonl` and `responses.jsonl` in `dir`.
-fn record_traffic(dir: &Path, command: &str) -> (PathBuf, PathBuf) {
-    let (requests, responses) = (dir.join("requests.jsonl"), dir.join("responses.jsonl"));
-    let toml = dir.join("book.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
-    assert!(text.contains(command), "{text}");
-    let recorded = format!(
-        "tee -a '{}' | {command} | tee -a '{}'",
-        requests.display(),
-        responses.display()
-    );
-    std::fs::write(&toml, text.replace(command, &recorded)).unwrap();
-    (requests, responses)
-}
-
-/// Whether recorded traffic is valid under fkc-provider's JSON Schemas (`schema/validate.py`),
-/// with what the validator says.
-fn valid_traffic((requests, responses): &(PathBuf, PathBuf)) -> (bool, String) {
-    let output = Command::new("python3")
-        .arg(repo_root().join("provider/schema/validate.py"))
-        .args([requests, responses])
-        .output()
-        .expect("python3 runs the schema validator (it needs the `jsonschema` package)");
-    let said = format!("{}{}", stdout(&output), stderr(&output));
-    assert!(
-        !said.contains("ModuleNotFoundError"),
-        "install the validator's package: python3 -m pip install jsonschema\n{said}"
-    );
-    (output.status.success(), said)
 }
 
 #[test]

@@ -1,51 +1,18 @@
-//! Compiled loop nests: most of a program's time is its innermost loop nests — the `ci, kh, kw`
-//! taps of a convolution, the window of a pooling, the `k` of a matrix product — so each
-//! perfect nest of loops (each level's body: index definitions, then the next loop; the
-//! innermost's: index definitions, at most one chain of `if`s, the updates) whose indices are
-//! affine in its variables is planned once per program. Every index becomes a [`Form`]
-//! `Σ cᵢ·vᵢ + offset` (coefficients and offset free of the nest's variables), every condition a
-//! bound `form >= 0` on the deepest variable it involves, and every element access one form per
-//! axis. On each entry the plan evaluates the forms' offsets once (their coefficients once per
-//! run when they use no loop variable), then walks the nest with each level's range cut to
-//! where its bounds pass, checks every access at both ends of each innermost range (an affine
-//! index is monotone there), and runs only the updates, with a base and a step per access.
-//! Anything it cannot plan — or an access out of bounds, which the generic walk then reports
-//! precisely — falls back to the generic walk.
+//! Planning one perfect loop nest: its levels and their bounds, its index locals and accesses
+//! as forms, the conditions of its innermost body as bounds on its deepest variables, its
+//! updates, and which access axes need a check at which level.
 
-use super::ast::{AssignOp, CmpOp};
-use super::ir::{Bool, Int, IntKind, IntOp, Op, Val, ValKind, ValOp};
+use super::super::ast::{AssignOp, CmpOp};
+use super::super::ir::{Bool, Int, IntKind, IntOp, Op, Val, ValKind, ValOp};
+use super::affine::{
+    Linear, combine, constant, fixed, int, is_zero, neg, same, same_coeffs, scale, split_slots,
+};
+use super::{Access, FastUpdate, FastVal, Form, Level, NestPlan, Target};
 use crate::expr::Span;
 use std::collections::HashMap;
 
-pub use super::ir::{Access, FastUpdate, FastVal, Form, Level, NestPlan, Target};
-
-/// Plans every loop nest of `body` that can be planned, numbering their forms from `*forms`
-/// (the program's count of forms, updated).
-pub fn plan_all(body: &mut [Op], forms: &mut usize) {
-    for op in body {
-        match op {
-            Op::For { .. } => {
-                if let Some(plan) = plan_nest(op, forms) {
-                    if let Op::For { plan: slot, .. } = op {
-                        *slot = Some(Box::new(plan));
-                    }
-                } else if let Op::For { body, .. } = op {
-                    plan_all(body, forms);
-                }
-            }
-            Op::If {
-                then, otherwise, ..
-            } => {
-                plan_all(then, forms);
-                plan_all(otherwise, forms);
-            }
-            _ => {}
-        }
-    }
-}
-
 /// The plan of the nest rooted at `root`, when all of it can be planned.
-fn plan_nest(root: &Op, forms: &mut usize) -> Option<NestPlan> {
+pub(super) fn plan_nest(root: &Op, forms: &mut usize) -> Option<NestPlan> {
     let mut planner = Planner {
         vars: Vec::new(),
         defs: HashMap::new(),
@@ -83,117 +50,6 @@ struct Planner {
     defs: HashMap<usize, Linear>,
     plan: NestPlan,
     first_form: usize,
-}
-
-/// A form while planning: coefficients per nest variable so far, and the offset.
-#[derive(Debug, Clone)]
-struct Linear {
-    coeffs: Vec<Int>,
-    offset: Int,
-}
-
-fn int(kind: IntKind, span: Span) -> Int {
-    Int { kind, span }
-}
-
-fn constant(value: i64) -> Int {
-    int(IntKind::Const(value), Span::default())
-}
-
-fn is_zero(e: &Int) -> bool {
-    matches!(e.kind, IntKind::Const(0))
-}
-
-/// `a op b`, folded where one side is a neutral constant or both are constants.
-fn combine(op: IntOp, a: Int, b: Int) -> Int {
-    use IntKind::Const;
-    match (op, &a.kind, &b.kind) {
-        (IntOp::Add, Const(0), _) | (IntOp::Mul, Const(1), _) => b,
-        (IntOp::Add | IntOp::Sub, _, Const(0)) | (IntOp::Mul, _, Const(1)) => a,
-        (IntOp::Mul, Const(0), _) | (IntOp::Mul, _, Const(0)) => constant(0),
-        (IntOp::Add, Const(x), Const(y)) if x.checked_add(*y).is_some() => constant(x + y),
-        (IntOp::Sub, Const(x), Const(y)) if x.checked_sub(*y).is_some() => constant(x - y),
-        (IntOp::Mul, Const(x), Const(y)) if x.checked_mul(*y).is_some() => constant(x * y),
-        _ => {
-            let span = a.span.to(b.span);
-            int(IntKind::Bin(op, Box::new(a), Box::new(b)), span)
-        }
-    }
-}
-
-/// `-e`, folded: `-(0 - x)` is `x`, `-(a - b)` is `b - a`, `-c` a constant.
-fn neg(e: Int) -> Int {
-    match e.kind {
-        IntKind::Const(c) if c.checked_neg().is_some() => constant(-c),
-        IntKind::Bin(IntOp::Sub, a, b) => {
-            if is_zero(&a) {
-                *b
-            } else {
-                let span = a.span.to(b.span);
-                int(IntKind::Bin(IntOp::Sub, b, a), span)
-            }
-        }
-        kind => combine(IntOp::Sub, constant(0), Int { kind, span: e.span }),
-    }
-}
-
-/// `e` as `Σ kₛ·slotₛ + rest` with every `kₛ` and `rest` reading no slot, when it is linear
-/// in the slots.
-fn split_slots(e: &Int) -> Option<(Vec<(usize, Int)>, Int)> {
-    let merge = |op: IntOp, mut a: Vec<(usize, Int)>, b: Vec<(usize, Int)>| {
-        for (slot, k) in b {
-            match a.iter_mut().find(|(s, _)| *s == slot) {
-                Some((_, existing)) => *existing = combine(op, existing.clone(), k),
-                None => a.push((slot, if op == IntOp::Sub { neg(k) } else { k })),
-            }
-        }
-        a
-    };
-    Some(match &e.kind {
-        IntKind::Slot(slot) => (vec![(*slot, constant(1))], constant(0)),
-        IntKind::Neg(a) => {
-            let (terms, rest) = split_slots(a)?;
-            (
-                terms.into_iter().map(|(s, k)| (s, neg(k))).collect(),
-                neg(rest),
-            )
-        }
-        IntKind::Bin(op @ (IntOp::Add | IntOp::Sub), a, b) => {
-            let ((ta, ra), (tb, rb)) = (split_slots(a)?, split_slots(b)?);
-            (merge(*op, ta, tb), combine(*op, ra, rb))
-        }
-        IntKind::Bin(IntOp::Mul, a, b) => {
-            let ((ta, ra), (tb, rb)) = (split_slots(a)?, split_slots(b)?);
-            match (ta.is_empty(), tb.is_empty()) {
-                (true, _) => (
-                    tb.into_iter()
-                        .map(|(s, k)| (s, combine(IntOp::Mul, k, ra.clone())))
-                        .collect(),
-                    combine(IntOp::Mul, rb, ra),
-                ),
-                (_, true) => (
-                    ta.into_iter()
-                        .map(|(s, k)| (s, combine(IntOp::Mul, k, rb.clone())))
-                        .collect(),
-                    combine(IntOp::Mul, ra, rb),
-                ),
-                _ => return None,
-            }
-        }
-        _ if fixed(e) => (Vec::new(), e.clone()),
-        _ => return None,
-    })
-}
-
-/// Whether `e` reads no integer slot (so it is fixed for a whole run).
-fn fixed(e: &Int) -> bool {
-    match &e.kind {
-        IntKind::Slot(_) => false,
-        IntKind::Const(_) | IntKind::Dim { .. } | IntKind::Rank(_) | IntKind::Param { .. } => true,
-        IntKind::Neg(a) => fixed(a),
-        IntKind::Bin(_, a, b) => fixed(a) && fixed(b),
-        IntKind::Min(items) | IntKind::Max(items) => items.iter().all(fixed),
-    }
 }
 
 impl Planner {
@@ -592,54 +448,6 @@ impl Planner {
     }
 }
 
-/// Whether two index expressions are the same, spans aside.
-fn same(a: &Int, b: &Int) -> bool {
-    match (&a.kind, &b.kind) {
-        (IntKind::Const(x), IntKind::Const(y)) => x == y,
-        (IntKind::Slot(x), IntKind::Slot(y)) => x == y,
-        (IntKind::Rank(x), IntKind::Rank(y)) => x == y,
-        (IntKind::Dim { tensor: t, axis: x }, IntKind::Dim { tensor: u, axis: y }) => {
-            t == u && x == y
-        }
-        (
-            IntKind::Param {
-                param: p,
-                element: e,
-            },
-            IntKind::Param {
-                param: q,
-                element: f,
-            },
-        ) => p == q && e == f,
-        (IntKind::Neg(x), IntKind::Neg(y)) => same(x, y),
-        (IntKind::Bin(o, x1, x2), IntKind::Bin(p, y1, y2)) => {
-            o == p && same(x1, y1) && same(x2, y2)
-        }
-        (IntKind::Min(xs), IntKind::Min(ys)) | (IntKind::Max(xs), IntKind::Max(ys)) => {
-            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same(x, y))
-        }
-        _ => false,
-    }
-}
-
-/// Coefficient lists equal, a missing trailing one counting as zero.
-fn same_coeffs(a: &[Int], b: &[Int]) -> bool {
-    let zero = constant(0);
-    (0..a.len().max(b.len())).all(|i| same(a.get(i).unwrap_or(&zero), b.get(i).unwrap_or(&zero)))
-}
-
-/// `l · k` for a `k` free of the nest's variables.
-fn scale(l: Linear, k: &Int) -> Linear {
-    Linear {
-        coeffs: l
-            .coeffs
-            .into_iter()
-            .map(|c| combine(IntOp::Mul, c, k.clone()))
-            .collect(),
-        offset: combine(IntOp::Mul, l.offset, k.clone()),
-    }
-}
-
 /// Value operations one evaluation of `v` does.
 fn count_ops(v: &FastVal) -> u64 {
     match v {
@@ -648,59 +456,5 @@ fn count_ops(v: &FastVal) -> u64 {
         FastVal::Product(..) => 1,
         FastVal::Bin(_, a, b, _) => 1 + count_ops(a) + count_ops(b),
         FastVal::Func(_, args, _) => 1 + args.iter().map(count_ops).sum::<u64>(),
-    }
-}
-
-/// The range of `v` within `lo..hi` where every bound `a·v + b >= 0` holds (given each bound's
-/// evaluated `(a, b)`); `None` on overflow.
-pub fn solve(lo: i64, hi: i64, bounds: impl Iterator<Item = (i64, i64)>) -> Option<(i64, i64)> {
-    let (mut lo, mut hi) = (lo, hi);
-    for (a, b) in bounds {
-        match a {
-            0 if b < 0 => return Some((lo, lo)),
-            0 => {}
-            1 => lo = lo.max(b.checked_neg()?),
-            -1 => hi = hi.min(b.checked_add(1)?),
-            _ if a > 0 => {
-                // v >= ceil(-b / a)
-                let least = div_ceil(b.checked_neg()?, a)?;
-                lo = lo.max(least);
-            }
-            _ => {
-                // -|a|·v + b >= 0  →  v <= floor(b / |a|)
-                let most = crate::expr::floor_div(b, a.checked_neg()?)?;
-                hi = hi.min(most.checked_add(1)?);
-            }
-        }
-    }
-    Some((lo, hi.max(lo)))
-}
-
-fn div_ceil(n: i64, d: i64) -> Option<i64> {
-    let q = crate::expr::floor_div(n, d)?;
-    Some(if q.checked_mul(d)? == n { q } else { q + 1 })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bounds_solve_into_the_range_that_passes_them() {
-        // 0 <= 2v - 3 < 7  →  v in 2..=4
-        let bounds = [(2, -3), (-2, 3 + 7 - 1)];
-        assert_eq!(solve(0, 10, bounds.into_iter()), Some((2, 5)));
-        assert_eq!(solve(0, 3, bounds.into_iter()), Some((2, 3)));
-        assert_eq!(solve(0, 10, [(0, -1)].into_iter()), Some((0, 0)));
-        assert_eq!(solve(5, 10, [(-1, 2)].into_iter()), Some((5, 5)));
-        // every v from -5 to 5 against brute force
-        for a in -3..=3 {
-            for b in -7..=7 {
-                let (lo, hi) = solve(-5, 6, [(a, b)].into_iter()).unwrap_or((0, 0));
-                for v in -5..6 {
-                    assert_eq!(a * v + b >= 0, (lo..hi).contains(&v), "{a}v + {b} at {v}");
-                }
-            }
-        }
     }
 }

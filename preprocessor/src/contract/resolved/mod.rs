@@ -4,13 +4,16 @@
 //! `conv2d(params)`, `from_params(…)`) interpreted. Errors point at the column inside the
 //! expression, in the author's file.
 
-use super::raw::{MAX_RANK, RawContract, RawInput};
+use super::raw::{MAX_RANK, RawContract};
 use super::schema::Located;
 use crate::diag::{Code, Diagnostic};
-use crate::expr::{self, BinOp, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Span, Type};
+use crate::expr::{self, BinOp, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Type};
 use crate::source::SourceFile;
 use fkc_provider::ParamKind;
 use std::sync::Arc;
+
+mod output_rules;
+mod same_as;
 
 /// A parsed, type-checked expression with the text it came from.
 #[derive(Debug, Clone)]
@@ -316,252 +319,6 @@ impl Resolver<'_> {
         }
     }
 
-    fn input_constraint(
-        &mut self,
-        input: &RawInput,
-        constraint: &Located<String>,
-    ) -> Option<ResolvedExpr> {
-        const SAME_AS: &str = "same_as=";
-        let Some(rest) = constraint.value.strip_prefix(SAME_AS) else {
-            return self.typed(constraint, Type::Bool, "a shape constraint");
-        };
-        let rhs = self.parse_at(constraint, SAME_AS.len())?;
-        let Some(rank) = input.rank.as_ref().map(|r| r.value) else {
-            let span = self.value_span(constraint, 0, "same_as".len());
-            let diagnostic = Diagnostic::error(
-                Code::AmbiguousSameAs,
-                self.source,
-                span,
-                format!(
-                    "`same_as=` on `{}` needs the operand's rank",
-                    input.name.value
-                ),
-            )
-            .with_label("this input declares no rank")
-            .with_help(format!(
-                "declare `rank: 1` for `{}` (`same_as=` is defined on rank-1 operands)",
-                input.name.value
-            ));
-            self.diagnostics.push(diagnostic);
-            return None;
-        };
-        if rank != 1 {
-            self.ambiguous_same_as(input, constraint, rest, rank);
-            return None;
-        }
-        self.check(constraint, SAME_AS.len(), &rhs, Type::Int, "`same_as=`")?;
-        let here = Span {
-            start: 0,
-            end: SAME_AS.len() - 1,
-        };
-        let lhs = dim_expr(&input.name.value, 0, here);
-        let expr = Expr::new(
-            ExprKind::Binary {
-                op: expr::BinOp::Eq,
-                op_span: here,
-                lhs: Box::new(lhs),
-                rhs: Box::new(rhs),
-            },
-            here,
-        );
-        Some(ResolvedExpr {
-            source: constraint.clone(),
-            expr,
-        })
-    }
-
-    fn ambiguous_same_as(
-        &mut self,
-        input: &RawInput,
-        constraint: &Located<String>,
-        rest: &str,
-        rank: u64,
-    ) {
-        let name = &input.name.value;
-        let meant = constraint
-            .comment
-            .as_deref()
-            .and_then(|comment| dimension_in(comment, name));
-        let examples: Vec<String> = match meant {
-            Some(dim) => vec![format!(
-                "`{name}.dim[{dim}] == {rest}` (the dimension this line's comment names)"
-            )],
-            None => (0..rank.min(4))
-                .map(|d| format!("`{name}.dim[{d}] == {rest}`"))
-                .collect(),
-        };
-        let span = self.value_span(constraint, 0, "same_as".len());
-        let diagnostic = Diagnostic::error(
-            Code::AmbiguousSameAs,
-            self.source,
-            span,
-            format!("`same_as=` on `{name}` (rank {rank}) does not say which dimension"),
-        )
-        .with_label("ambiguous on an operand of rank greater than 1")
-        .with_note(
-            "`same_as=EXPR` means `OPERAND.dim[0] == EXPR` and is only defined on rank-1 operands",
-        )
-        .with_help(format!(
-            "name the dimension, for example {}",
-            examples.join(" or ")
-        ));
-        self.diagnostics.push(diagnostic);
-    }
-
-    fn output(&mut self, raw: &RawContract, output: &super::raw::RawOutput) -> ResolvedOutput {
-        ResolvedOutput {
-            name: output.name.value.clone(),
-            dtype_from: output
-                .dtype_rule
-                .as_ref()
-                .and_then(|rule| self.dtype_rule(raw, rule)),
-            shape: output
-                .shape_rule
-                .as_ref()
-                .and_then(|rule| self.shape_rule(raw, rule)),
-        }
-    }
-
-    fn dtype_rule(&mut self, raw: &RawContract, rule: &Located<String>) -> Option<String> {
-        let expr = self.parse_at(rule, 0)?;
-        if let ExprKind::Call { name, args, .. } = &expr.kind
-            && name == "passthrough"
-            && let [arg] = args.as_slice()
-            && arg.name.is_none()
-            && let ExprKind::Name(input) = &arg.value.kind
-        {
-            if raw.inputs.iter().any(|i| &i.name.value == input) {
-                return Some(input.clone());
-            }
-            let error = ExprError {
-                span: arg.value.span,
-                kind: ExprErrorKind::UnknownName,
-                message: format!("`{input}` is not an input of this contract"),
-                help: Some(format!("the inputs are: {}", input_names(raw))),
-            };
-            self.report(rule, 0, &error);
-            return None;
-        }
-        self.bad_rule(
-            rule,
-            &expr,
-            "`dtype_rule` is `passthrough(INPUT)`",
-            format!("write `passthrough({})`", first_input(raw)),
-        );
-        None
-    }
-
-    fn shape_rule(&mut self, raw: &RawContract, rule: &Located<String>) -> Option<ShapeRule> {
-        let expr = self.parse_at(rule, 0)?;
-        match &expr.kind {
-            ExprKind::Call {
-                name,
-                args,
-                name_span,
-            } if name == "conv2d" || name == "conv_transpose2d" => {
-                self.geometry_rule(raw, rule, name, args, *name_span)
-            }
-            ExprKind::Call { name, args, .. } if name == "from_params" => {
-                self.params_rule(rule, args)
-            }
-            _ => {
-                self.bad_rule(
-                    rule,
-                    &expr,
-                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)` or `from_params(…)`",
-                    "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
-                );
-                None
-            }
-        }
-    }
-
-    /// `conv2d(params)` / `conv_transpose2d(params)`: the geometry of the declared variant.
-    fn geometry_rule(
-        &mut self,
-        raw: &RawContract,
-        rule: &Located<String>,
-        name: &str,
-        args: &[expr::Arg],
-        name_span: Span,
-    ) -> Option<ShapeRule> {
-        let (shape, wanted) = if name == "conv2d" {
-            (ShapeRule::Conv2d, "Conv2D")
-        } else {
-            (ShapeRule::ConvTranspose2d, "ConvTranspose2D")
-        };
-        let variant = raw
-            .op_params
-            .as_ref()
-            .and_then(|p| p.variant.as_ref())
-            .map(|v| v.value.as_str());
-        let params_arg = matches!(args, [arg] if arg.name.is_none() && matches!(&arg.value.kind, ExprKind::Name(n) if n == "params"));
-        // A variant the shape-function catalogue does not know is the importer's to judge
-        // against the provider (FKC0302); do not repeat it.
-        let variant_is_unknown = variant.is_some_and(|v| !SHAPE_FUNCTION_CARRIERS.contains(&v));
-        let registrable = raw.registrable.as_ref().is_none_or(|r| r.value);
-        if params_arg && (variant == Some(wanted) || (variant_is_unknown && registrable)) {
-            return Some(shape);
-        }
-        let error = ExprError {
-            span: name_span,
-            kind: ExprErrorKind::Function,
-            message: format!("`{name}(params)` needs `op_params.variant: {wanted}`"),
-            help: Some(format!(
-                "declare `variant: {wanted}`, or write the shape with `from_params(…)`"
-            )),
-        };
-        self.report_code(rule, 0, &error, Code::BadRule);
-        None
-    }
-
-    /// `from_params(N=…, …)`: one integer expression per output dimension.
-    fn params_rule(&mut self, rule: &Located<String>, args: &[expr::Arg]) -> Option<ShapeRule> {
-        let mut dims = Vec::new();
-        for (index, arg) in args.iter().enumerate() {
-            let label = arg
-                .name
-                .as_ref()
-                .map_or_else(|| format!("dim{index}"), |(n, _)| n.clone());
-            let ok = match expr::check(&arg.value, &self.scope) {
-                Ok(Type::Int | Type::Any) => true,
-                Ok(found) => {
-                    let error = ExprError {
-                        span: arg.value.span,
-                        kind: ExprErrorKind::Type,
-                        message: format!(
-                            "dimension `{label}` must be an integer, but this is {}",
-                            type_words(&found)
-                        ),
-                        help: None,
-                    };
-                    self.report(rule, 0, &error);
-                    false
-                }
-                Err(errors) => {
-                    for error in &errors {
-                        self.report(rule, 0, error);
-                    }
-                    false
-                }
-            };
-            if ok {
-                dims.push((label, arg.value.clone()));
-            }
-        }
-        (dims.len() == args.len() && !dims.is_empty()).then_some(ShapeRule::FromParams(dims))
-    }
-
-    fn bad_rule(&mut self, rule: &Located<String>, expr: &Expr, message: &str, help: String) {
-        let error = ExprError {
-            span: expr.span,
-            kind: ExprErrorKind::Function,
-            message: message.to_owned(),
-            help: Some(help),
-        };
-        self.report_code(rule, 0, &error, Code::BadRule);
-    }
-
     fn formulas(&mut self, raw: &RawContract, contract: &mut Contract) {
         let Some(cost) = &raw.cost else { return };
         let mut all = vec![
@@ -689,38 +446,6 @@ fn collect_conjuncts<'e>(expr: &'e Expr, parts: &mut Vec<&'e Expr>) {
     }
 }
 
-/// `NAME.dim[index]` as a tree (for desugared `same_as=`).
-fn dim_expr(name: &str, index: i64, span: Span) -> Expr {
-    let base = Expr::new(ExprKind::Name(name.to_owned()), span);
-    let dim = Expr::new(
-        ExprKind::Member {
-            base: Box::new(base),
-            field: "dim".to_owned(),
-            field_span: span,
-        },
-        span,
-    );
-    Expr::new(
-        ExprKind::Index {
-            base: Box::new(dim),
-            index: Box::new(Expr::new(ExprKind::Int(index), span)),
-        },
-        span,
-    )
-}
-
-/// The `k` of the first `NAME.dim[k]` in a comment.
-fn dimension_in(comment: &str, name: &str) -> Option<u32> {
-    let needle = format!("{name}.dim[");
-    let start = comment.find(&needle)? + needle.len();
-    let digits: String = comment
-        .get(start..)?
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
-}
-
 fn type_words(ty: &Type) -> &'static str {
     match ty {
         Type::Int => "an integer",
@@ -729,20 +454,6 @@ fn type_words(ty: &Type) -> &'static str {
         Type::Record(_) => "an operand",
         Type::Any => "a value",
     }
-}
-
-fn input_names(raw: &RawContract) -> String {
-    raw.inputs
-        .iter()
-        .map(|i| format!("`{}`", i.name.value))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn first_input(raw: &RawContract) -> String {
-    raw.inputs
-        .first()
-        .map_or_else(|| "x".to_owned(), |i| i.name.value.clone())
 }
 
 fn shorten(text: &str) -> String {

@@ -1,0 +1,178 @@
+//! The rule-level forms of an output: `dtype_rule: passthrough(INPUT)`, and the shape rules
+//! `conv2d(params)`, `conv_transpose2d(params)` and `from_params(…)`.
+
+use super::{ResolvedOutput, Resolver, SHAPE_FUNCTION_CARRIERS, ShapeRule, type_words};
+use crate::contract::raw::{RawContract, RawOutput};
+use crate::contract::schema::Located;
+use crate::diag::Code;
+use crate::expr::{self, Expr, ExprError, ExprErrorKind, ExprKind, Span, Type};
+
+impl Resolver<'_> {
+    pub(super) fn output(&mut self, raw: &RawContract, output: &RawOutput) -> ResolvedOutput {
+        ResolvedOutput {
+            name: output.name.value.clone(),
+            dtype_from: output
+                .dtype_rule
+                .as_ref()
+                .and_then(|rule| self.dtype_rule(raw, rule)),
+            shape: output
+                .shape_rule
+                .as_ref()
+                .and_then(|rule| self.shape_rule(raw, rule)),
+        }
+    }
+
+    fn dtype_rule(&mut self, raw: &RawContract, rule: &Located<String>) -> Option<String> {
+        let expr = self.parse_at(rule, 0)?;
+        if let ExprKind::Call { name, args, .. } = &expr.kind
+            && name == "passthrough"
+            && let [arg] = args.as_slice()
+            && arg.name.is_none()
+            && let ExprKind::Name(input) = &arg.value.kind
+        {
+            if raw.inputs.iter().any(|i| &i.name.value == input) {
+                return Some(input.clone());
+            }
+            let error = ExprError {
+                span: arg.value.span,
+                kind: ExprErrorKind::UnknownName,
+                message: format!("`{input}` is not an input of this contract"),
+                help: Some(format!("the inputs are: {}", input_names(raw))),
+            };
+            self.report(rule, 0, &error);
+            return None;
+        }
+        self.bad_rule(
+            rule,
+            &expr,
+            "`dtype_rule` is `passthrough(INPUT)`",
+            format!("write `passthrough({})`", first_input(raw)),
+        );
+        None
+    }
+
+    fn shape_rule(&mut self, raw: &RawContract, rule: &Located<String>) -> Option<ShapeRule> {
+        let expr = self.parse_at(rule, 0)?;
+        match &expr.kind {
+            ExprKind::Call {
+                name,
+                args,
+                name_span,
+            } if name == "conv2d" || name == "conv_transpose2d" => {
+                self.geometry_rule(raw, rule, name, args, *name_span)
+            }
+            ExprKind::Call { name, args, .. } if name == "from_params" => {
+                self.params_rule(rule, args)
+            }
+            _ => {
+                self.bad_rule(
+                    rule,
+                    &expr,
+                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)` or `from_params(…)`",
+                    "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
+                );
+                None
+            }
+        }
+    }
+
+    /// `conv2d(params)` / `conv_transpose2d(params)`: the geometry of the declared variant.
+    fn geometry_rule(
+        &mut self,
+        raw: &RawContract,
+        rule: &Located<String>,
+        name: &str,
+        args: &[expr::Arg],
+        name_span: Span,
+    ) -> Option<ShapeRule> {
+        let (shape, wanted) = if name == "conv2d" {
+            (ShapeRule::Conv2d, "Conv2D")
+        } else {
+            (ShapeRule::ConvTranspose2d, "ConvTranspose2D")
+        };
+        let variant = raw
+            .op_params
+            .as_ref()
+            .and_then(|p| p.variant.as_ref())
+            .map(|v| v.value.as_str());
+        let params_arg = matches!(args, [arg] if arg.name.is_none() && matches!(&arg.value.kind, ExprKind::Name(n) if n == "params"));
+        // A variant the shape-function catalogue does not know is the importer's to judge
+        // against the provider (FKC0302); do not repeat it.
+        let variant_is_unknown = variant.is_some_and(|v| !SHAPE_FUNCTION_CARRIERS.contains(&v));
+        let registrable = raw.registrable.as_ref().is_none_or(|r| r.value);
+        if params_arg && (variant == Some(wanted) || (variant_is_unknown && registrable)) {
+            return Some(shape);
+        }
+        let error = ExprError {
+            span: name_span,
+            kind: ExprErrorKind::Function,
+            message: format!("`{name}(params)` needs `op_params.variant: {wanted}`"),
+            help: Some(format!(
+                "declare `variant: {wanted}`, or write the shape with `from_params(…)`"
+            )),
+        };
+        self.report_code(rule, 0, &error, Code::BadRule);
+        None
+    }
+
+    /// `from_params(N=…, …)`: one integer expression per output dimension.
+    fn params_rule(&mut self, rule: &Located<String>, args: &[expr::Arg]) -> Option<ShapeRule> {
+        let mut dims = Vec::new();
+        for (index, arg) in args.iter().enumerate() {
+            let label = arg
+                .name
+                .as_ref()
+                .map_or_else(|| format!("dim{index}"), |(n, _)| n.clone());
+            let ok = match expr::check(&arg.value, &self.scope) {
+                Ok(Type::Int | Type::Any) => true,
+                Ok(found) => {
+                    let error = ExprError {
+                        span: arg.value.span,
+                        kind: ExprErrorKind::Type,
+                        message: format!(
+                            "dimension `{label}` must be an integer, but this is {}",
+                            type_words(&found)
+                        ),
+                        help: None,
+                    };
+                    self.report(rule, 0, &error);
+                    false
+                }
+                Err(errors) => {
+                    for error in &errors {
+                        self.report(rule, 0, error);
+                    }
+                    false
+                }
+            };
+            if ok {
+                dims.push((label, arg.value.clone()));
+            }
+        }
+        (dims.len() == args.len() && !dims.is_empty()).then_some(ShapeRule::FromParams(dims))
+    }
+
+    fn bad_rule(&mut self, rule: &Located<String>, expr: &Expr, message: &str, help: String) {
+        let error = ExprError {
+            span: expr.span,
+            kind: ExprErrorKind::Function,
+            message: message.to_owned(),
+            help: Some(help),
+        };
+        self.report_code(rule, 0, &error, Code::BadRule);
+    }
+}
+
+fn input_names(raw: &RawContract) -> String {
+    raw.inputs
+        .iter()
+        .map(|i| format!("`{}`", i.name.value))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn first_input(raw: &RawContract) -> String {
+    raw.inputs
+        .first()
+        .map_or_else(|| "x".to_owned(), |i| i.name.value.clone())
+}

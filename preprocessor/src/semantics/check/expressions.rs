@@ -1,0 +1,301 @@
+//! Typing expressions: indices of elements, conditions, values in a dtype, names, members
+//! (`.dim`, `.rank`) and indexing; a literal value takes the dtype of what it meets.
+
+use super::super::ast::{Expr, ExprKind};
+use super::super::ir::{Bool, Int, IntKind, Val, ValKind};
+use super::{Bound, Checker, Typed};
+use crate::expr::Span;
+use fkc_provider::DType;
+
+impl Checker<'_> {
+    pub(super) fn indices(
+        &mut self,
+        tensor: usize,
+        index: &[Expr],
+        span: Span,
+    ) -> Option<Vec<Int>> {
+        let rank = self.tensors[tensor].rank;
+        if let [single] = index
+            && let Some(Bound::Index(first, width)) = single.as_name().and_then(|n| self.lookup(n))
+        {
+            if width == rank {
+                return Some(
+                    (first..first + width)
+                        .map(|slot| Int {
+                            kind: IntKind::Slot(slot),
+                            span: single.span,
+                        })
+                        .collect(),
+                );
+            }
+            let name = self.tensors[tensor].name.clone();
+            self.type_error(
+                single.span,
+                format!("this index has {width} axes; `{name}` has rank {rank}"),
+                "index a tensor of the same rank as the one looped over",
+            );
+            return None;
+        }
+        if index.len() != rank {
+            let name = self.tensors[tensor].name.clone();
+            self.type_error(
+                span,
+                format!(
+                    "`{name}` has rank {rank}: an element takes {rank} indices, not {}",
+                    index.len()
+                ),
+                "write one index per axis",
+            );
+            return None;
+        }
+        index.iter().map(|i| self.index(i)).collect()
+    }
+
+    /// An expression that must be an index.
+    pub(super) fn index(&mut self, expr: &Expr) -> Option<Int> {
+        match self.expression(expr)? {
+            Typed::Int(int) => Some(int),
+            _ => {
+                self.type_error(
+                    expr.span,
+                    "expected an index (an integer)".to_owned(),
+                    "indices are integers: loop variables, dims (`x.dim[1]`), parameters and their arithmetic",
+                );
+                None
+            }
+        }
+    }
+
+    /// An expression that must be a condition on indices.
+    pub(super) fn condition(&mut self, expr: &Expr) -> Option<Bool> {
+        match self.expression(expr)? {
+            Typed::Bool(cond) if !compares_values(&cond) => Some(cond),
+            Typed::Bool(_) => {
+                self.type_error(
+                    expr.span,
+                    "an `if` tests indices, not element values".to_owned(),
+                    "choose between values with `select(condition, a, b)`, `max` or `min`",
+                );
+                None
+            }
+            _ => {
+                self.type_error(
+                    expr.span,
+                    "expected a condition".to_owned(),
+                    "compare indices (`0 <= ih < x.dim[2]`) or ask `present(bias)`",
+                );
+                None
+            }
+        }
+    }
+
+    /// `typed` as a value of `dtype` (an index converted, a literal or another dtype rounded).
+    pub(super) fn value_of(&mut self, typed: Typed, span: Span, dtype: DType) -> Option<Val> {
+        match typed {
+            Typed::Val(val, Some(d)) if d == dtype => Some(val),
+            Typed::Val(val, _) => Some(Val {
+                kind: ValKind::Cast(Box::new(val), dtype),
+                span,
+            }),
+            Typed::Int(int) => Some(Val {
+                kind: ValKind::FromInt(int, dtype),
+                span,
+            }),
+            _ => {
+                self.type_error(
+                    span,
+                    "expected an element value".to_owned(),
+                    "values are tensor elements, numbers, locals and their arithmetic",
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn expression(&mut self, expr: &Expr) -> Option<Typed> {
+        let span = expr.span;
+        match &expr.kind {
+            ExprKind::Int(v) => Some(Typed::Int(Int {
+                kind: IntKind::Const(*v),
+                span,
+            })),
+            ExprKind::Float(v) => Some(constant(*v, span)),
+            ExprKind::Name(name) => self.name(name, span),
+            ExprKind::Member {
+                base,
+                field,
+                field_span,
+            } => self.member(base, field, *field_span, span),
+            ExprKind::Index { base, indices } => self.indexed(base, indices, span),
+            ExprKind::Call {
+                name,
+                name_span,
+                args,
+            } => self.call(name, *name_span, args, span),
+            ExprKind::Unary { op, operand } => self.unary(*op, operand, span),
+            ExprKind::Binary { op, lhs, rhs, .. } => self.binary(*op, lhs, rhs, span),
+            ExprKind::Compare { first, rest } => self.compare(first, rest),
+        }
+    }
+
+    fn name(&mut self, name: &str, span: Span) -> Option<Typed> {
+        match name {
+            "true" | "false" => return Some(Typed::Bool(Bool::Const(name == "true"))),
+            "inf" => return Some(constant(f64::INFINITY, span)),
+            "nan" => return Some(constant(f64::NAN, span)),
+            _ => {}
+        }
+        if let Some(bound) = self.lookup(name) {
+            return Some(match bound {
+                Bound::Int(slot) => Typed::Int(Int {
+                    kind: IntKind::Slot(slot),
+                    span,
+                }),
+                Bound::Val(slot) => Typed::Val(
+                    Val {
+                        kind: ValKind::Slot(slot),
+                        span,
+                    },
+                    Some(self.vals[slot]),
+                ),
+                Bound::Tensor(tensor) => Typed::Tensor(tensor),
+                Bound::Index(first, rank) => Typed::Index { first, rank },
+            });
+        }
+        if let Some(param) = self.signature.params.iter().position(|p| p.name == name) {
+            return Some(match self.signature.params[param].width {
+                None => Typed::Int(Int {
+                    kind: IntKind::Param {
+                        param,
+                        element: None,
+                    },
+                    span,
+                }),
+                Some(width) => Typed::Tuple(param, width),
+            });
+        }
+        if let Some(tensor) = self.tensors.iter().position(|t| t.name == name) {
+            return Some(Typed::Tensor(tensor));
+        }
+        self.unknown_name(name, span);
+        None
+    }
+
+    fn member(&mut self, base: &Expr, field: &str, field_span: Span, span: Span) -> Option<Typed> {
+        let Typed::Tensor(tensor) = self.expression(base)? else {
+            self.type_error(
+                base.span,
+                format!("only a tensor has `.{field}`"),
+                "ask a tensor: `x.dim[1]`, `x.rank`",
+            );
+            return None;
+        };
+        match field {
+            "dim" => Some(Typed::Dims(tensor)),
+            "rank" => Some(Typed::Int(Int {
+                kind: IntKind::Rank(tensor),
+                span,
+            })),
+            _ => {
+                self.type_error(
+                    field_span,
+                    format!("a tensor has no field `{field}`"),
+                    "a tensor has `.dim[i]` and `.rank`",
+                );
+                None
+            }
+        }
+    }
+
+    fn indexed(&mut self, base: &Expr, indices: &[Expr], span: Span) -> Option<Typed> {
+        match self.expression(base)? {
+            Typed::Tensor(tensor) => {
+                let index = self.indices(tensor, indices, base.span)?;
+                Some(Typed::Val(
+                    Val {
+                        kind: ValKind::Read { tensor, index },
+                        span,
+                    },
+                    Some(self.tensors[tensor].dtype),
+                ))
+            }
+            Typed::Dims(tensor) => {
+                let rank = self.tensors[tensor].rank;
+                let axis = self.constant_index(indices, rank, span)?;
+                Some(Typed::Int(Int {
+                    kind: IntKind::Dim { tensor, axis },
+                    span,
+                }))
+            }
+            Typed::Index { first, rank } => {
+                let axis = self.constant_index(indices, rank, span)?;
+                Some(Typed::Int(Int {
+                    kind: IntKind::Slot(first + axis),
+                    span,
+                }))
+            }
+            Typed::Tuple(param, width) => {
+                let element = self.constant_index(indices, width, span)?;
+                Some(Typed::Int(Int {
+                    kind: IntKind::Param {
+                        param,
+                        element: Some(element),
+                    },
+                    span,
+                }))
+            }
+            _ => {
+                self.type_error(
+                    base.span,
+                    "this cannot be indexed".to_owned(),
+                    "index a tensor (`x[n, c, h, w]`), its dims (`x.dim[1]`) or a tuple parameter (`stride[0]`)",
+                );
+                None
+            }
+        }
+    }
+
+    /// One constant index below `len`.
+    fn constant_index(&mut self, indices: &[Expr], len: usize, span: Span) -> Option<usize> {
+        match indices {
+            [
+                Expr {
+                    kind: ExprKind::Int(i),
+                    ..
+                },
+            ] if usize::try_from(*i).is_ok_and(|i| i < len) => usize::try_from(*i).ok(),
+            _ => {
+                self.type_error(
+                    span,
+                    format!(
+                        "expected one constant index from 0 to {}",
+                        len.saturating_sub(1)
+                    ),
+                    "dims and tuple parameters are indexed by a constant: `x.dim[1]`, `stride[0]`",
+                );
+                None
+            }
+        }
+    }
+}
+
+/// A literal value (it takes the dtype of what it meets).
+fn constant(v: f64, span: Span) -> Typed {
+    Typed::Val(
+        Val {
+            kind: ValKind::Const(v),
+            span,
+        },
+        None,
+    )
+}
+
+/// Whether a condition compares element values.
+fn compares_values(cond: &Bool) -> bool {
+    match cond {
+        Bool::CompareVal(..) | Bool::IsNan(_) => true,
+        Bool::Not(c) => compares_values(c),
+        Bool::And(a, b) | Bool::Or(a, b) => compares_values(a) || compares_values(b),
+        Bool::Const(_) | Bool::CompareInt(..) | Bool::Present(_) => false,
+    }
+}
