@@ -113,7 +113,7 @@ fn conv2d_environment() -> (Scope, Bindings) {
         [Value::Int(v)] => Ok(Value::Int((*v).max(0))),
         _ => Err("clamp0 takes one int".to_owned()),
     });
-    let mut scope = bindings.scope();
+    let mut scope = Scope::of(&bindings);
     scope.insert_function("clamp0", FunctionSig::new(vec![Type::Int], Type::Int));
     (scope, bindings)
 }

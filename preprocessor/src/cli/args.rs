@@ -223,15 +223,15 @@ Options:
   -h, --help          print this help";
 
 /// Parses the arguments after the program name.
-pub fn parse(args: &[String]) -> Result<Parsed, String> {
+pub fn parse(args: &[String]) -> Result<Parsed, UsageError> {
     let mut color = ColorChoice::Auto;
     let mut rest: Vec<&str> = Vec::new();
     let mut iter = args.iter().map(String::as_str);
     while let Some(arg) = iter.next() {
         if arg == "--color" {
-            let value = iter
-                .next()
-                .ok_or("`--color` needs a value: auto, always or never")?;
+            let value = iter.next().ok_or_else(|| {
+                UsageError::Color("`--color` needs a value: auto, always or never".to_owned())
+            })?;
             color = color_choice(value)?;
         } else if let Some(value) = arg.strip_prefix("--color=") {
             color = color_choice(value)?;
@@ -245,11 +245,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         Some((&("-V" | "--version"), _)) => Command::Version,
         Some((&"help", topic)) => Command::Help(match topic.first() {
             None | Some(&("-h" | "--help")) => MAIN_HELP,
-            Some(&name) => help_of(name).ok_or_else(|| {
-                format!(
-                    "no help for `{name}`: it is not a command{}",
-                    suggestion(name, COMMANDS)
-                )
+            Some(&name) => help_of(name).ok_or_else(|| UsageError::NoHelp {
+                name: name.to_owned(),
+                close: suggestion(name, COMMANDS),
             })?,
         }),
         Some((&name, tail)) => {
@@ -263,9 +261,12 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     Ok(Parsed { command, color })
 }
 
-fn color_choice(value: &str) -> Result<ColorChoice, String> {
-    ColorChoice::parse(value)
-        .ok_or_else(|| format!("`--color` takes auto, always or never, not `{value}`"))
+fn color_choice(value: &str) -> Result<ColorChoice, UsageError> {
+    ColorChoice::parse(value).ok_or_else(|| {
+        UsageError::Color(format!(
+            "`--color` takes auto, always or never, not `{value}`"
+        ))
+    })
 }
 
 fn help_of(command: &str) -> Option<&'static str> {
@@ -307,21 +308,66 @@ fn suggestion(name: &str, known: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-fn unknown_command(name: &str) -> String {
-    if name.starts_with('-') {
-        let close = suggestion(name, options_of(""));
-        format!("unknown option `{name}`{close}\n\n{MAIN_HELP}")
-    } else {
-        let close = suggestion(name, COMMANDS);
-        format!("unknown command `{name}`{close}\n\n{MAIN_HELP}")
+/// A command line that does not parse: what is wrong, and where to read the usage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsageError {
+    /// A subcommand used wrongly: its name (its `--help` shows the usage) and what is wrong.
+    Misused { command: String, message: String },
+    /// Neither a command nor a top-level option; `close` is a did-you-mean, or empty.
+    Unknown {
+        option: bool,
+        name: String,
+        close: String,
+    },
+    /// `help NAME` for a NAME that is not a command.
+    NoHelp { name: String, close: String },
+    /// `--color` without a value or with a wrong one.
+    Color(String),
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UsageError::Misused { command, message } => write!(
+                f,
+                "{message}\n\nrun `mdbook-fkc {command} --help` for usage"
+            ),
+            UsageError::Unknown {
+                option,
+                name,
+                close,
+            } => {
+                let what = if *option { "option" } else { "command" };
+                write!(f, "unknown {what} `{name}`{close}\n\n{MAIN_HELP}")
+            }
+            UsageError::NoHelp { name, close } => {
+                write!(f, "no help for `{name}`: it is not a command{close}")
+            }
+            UsageError::Color(message) => write!(f, "{message}"),
+        }
     }
 }
 
-fn usage(command: &str, message: &str) -> String {
-    format!("{message}\n\nrun `mdbook-fkc {command} --help` for usage")
+impl std::error::Error for UsageError {}
+
+fn unknown_command(name: &str) -> UsageError {
+    let option = name.starts_with('-');
+    let known = if option { options_of("") } else { COMMANDS };
+    UsageError::Unknown {
+        option,
+        name: name.to_owned(),
+        close: suggestion(name, known),
+    }
 }
 
-fn subcommand(name: &str, tail: &[&str]) -> Result<Command, String> {
+fn usage(command: &str, message: &str) -> UsageError {
+    UsageError::Misused {
+        command: command.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+fn subcommand(name: &str, tail: &[&str]) -> Result<Command, UsageError> {
     match name {
         "supports" => match tail {
             [renderer] if !renderer.starts_with('-') => {
@@ -354,8 +400,8 @@ fn subcommand(name: &str, tail: &[&str]) -> Result<Command, String> {
 fn walk<'a>(
     command: &str,
     tail: &[&'a str],
-    flag: impl FnMut(&'a str, Option<&'a str>) -> Result<Option<bool>, String>,
-) -> Result<PathBuf, String> {
+    flag: impl FnMut(&'a str, Option<&'a str>) -> Result<Option<bool>, UsageError>,
+) -> Result<PathBuf, UsageError> {
     Ok(walk_for_dir(command, tail, flag)?.unwrap_or_else(|| PathBuf::from(".")))
 }
 
@@ -363,8 +409,8 @@ fn walk<'a>(
 fn walk_for_dir<'a>(
     command: &str,
     tail: &[&'a str],
-    mut flag: impl FnMut(&'a str, Option<&'a str>) -> Result<Option<bool>, String>,
-) -> Result<Option<PathBuf>, String> {
+    mut flag: impl FnMut(&'a str, Option<&'a str>) -> Result<Option<bool>, UsageError>,
+) -> Result<Option<PathBuf>, UsageError> {
     let mut dir = None;
     let mut index = 0;
     while let Some(&arg) = tail.get(index) {
@@ -392,7 +438,7 @@ fn walk_for_dir<'a>(
     Ok(dir)
 }
 
-fn init(tail: &[&str]) -> Result<Command, String> {
+fn init(tail: &[&str]) -> Result<Command, UsageError> {
     let mut provider = None;
     let dir = walk_for_dir("init", tail, |name, next| match name {
         "--provider" => {
@@ -407,7 +453,7 @@ fn init(tail: &[&str]) -> Result<Command, String> {
     Ok(Command::Init { dir, provider })
 }
 
-fn build(tail: &[&str]) -> Result<Command, String> {
+fn build(tail: &[&str]) -> Result<Command, UsageError> {
     let mut dest = None;
     let mut open = false;
     let mut no_cache = false;
@@ -439,7 +485,7 @@ fn build(tail: &[&str]) -> Result<Command, String> {
     })
 }
 
-fn check(tail: &[&str]) -> Result<Command, String> {
+fn check(tail: &[&str]) -> Result<Command, UsageError> {
     let mut format = Format::Text;
     let mut deny = mdbook_fkc::Deny::default();
     let mut no_cache = false;
@@ -499,7 +545,7 @@ fn check(tail: &[&str]) -> Result<Command, String> {
     })
 }
 
-fn repro(tail: &[&str]) -> Result<Repro, String> {
+fn repro(tail: &[&str]) -> Result<Repro, UsageError> {
     let (mut book, mut dtype, mut seed, mut check, mut sample) =
         (None, None, 0, Check::Domain, None);
     let located = walk("repro", tail, |name, next| {
@@ -547,7 +593,7 @@ fn repro(tail: &[&str]) -> Result<Repro, String> {
 }
 
 /// `FILE:LINE`, the line a positive number.
-fn file_line(text: &str) -> Result<(String, usize), String> {
+fn file_line(text: &str) -> Result<(String, usize), UsageError> {
     text.rsplit_once(':')
         .and_then(|(file, line)| Some((file, line.parse::<usize>().ok()?)))
         .filter(|(file, line)| !file.is_empty() && *line > 0)
@@ -561,7 +607,7 @@ fn file_line(text: &str) -> Result<(String, usize), String> {
 }
 
 /// A seed in decimal or `0x` hexadecimal.
-fn parse_seed(text: &str) -> Result<u64, String> {
+fn parse_seed(text: &str) -> Result<u64, UsageError> {
     match text.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => text.parse().ok(),

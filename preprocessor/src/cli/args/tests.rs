@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 use super::*;
 
-fn parse_line(line: &str) -> Result<Parsed, String> {
+fn parse_line(line: &str) -> Result<Parsed, UsageError> {
     let args: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
     parse(&args)
 }
@@ -112,7 +112,7 @@ fn repro_takes_every_check_by_the_name_reports_print() {
     let args: Vec<String> = ["repro", "b.md:3", "--dtype", "F32", "--check", "domain"]
         .map(str::to_owned)
         .to_vec();
-    let error = parse(&args).unwrap_err();
+    let error = parse(&args).unwrap_err().to_string();
     assert!(
         error.contains("undeclared or required, not `domain`"),
         "{error}"
@@ -135,7 +135,7 @@ fn every_subcommand_has_help() {
 
 #[test]
 fn mistyped_commands_and_options_get_a_did_you_mean() {
-    let error = |line: &str| parse_line(line).unwrap_err();
+    let error = |line: &str| parse_line(line).unwrap_err().to_string();
     assert!(error("chek").starts_with("unknown command `chek`; did you mean `check`?"));
     assert!(
         error("check --colour never")
