@@ -2,6 +2,7 @@
 //! subcommands with at most five flags each, the protocol mode (no arguments) must start fast,
 //! and usage errors must exit with 2 and say which subcommand's `--help` to read.
 
+use crate::error::UsageError;
 use fkc_provider::DType;
 use mdbook_fkc::diag::text::ColorChoice;
 use mdbook_fkc::preprocessor::repro::{Check, Sample};
@@ -308,48 +309,6 @@ fn suggestion(name: &str, known: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-/// A command line that does not parse: what is wrong, and where to read the usage.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UsageError {
-    /// A subcommand used wrongly: its name (its `--help` shows the usage) and what is wrong.
-    Misused { command: String, message: String },
-    /// Neither a command nor a top-level option; `close` is a did-you-mean, or empty.
-    Unknown {
-        option: bool,
-        name: String,
-        close: String,
-    },
-    /// `help NAME` for a NAME that is not a command.
-    NoHelp { name: String, close: String },
-    /// `--color` without a value or with a wrong one.
-    Color(String),
-}
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            UsageError::Misused { command, message } => write!(
-                f,
-                "{message}\n\nrun `mdbook-fkc {command} --help` for usage"
-            ),
-            UsageError::Unknown {
-                option,
-                name,
-                close,
-            } => {
-                let what = if *option { "option" } else { "command" };
-                write!(f, "unknown {what} `{name}`{close}\n\n{MAIN_HELP}")
-            }
-            UsageError::NoHelp { name, close } => {
-                write!(f, "no help for `{name}`: it is not a command{close}")
-            }
-            UsageError::Color(message) => write!(f, "{message}"),
-        }
-    }
-}
-
-impl std::error::Error for UsageError {}
-
 fn unknown_command(name: &str) -> UsageError {
     let option = name.starts_with('-');
     let known = if option { options_of("") } else { COMMANDS };
@@ -357,6 +316,7 @@ fn unknown_command(name: &str) -> UsageError {
         option,
         name: name.to_owned(),
         close: suggestion(name, known),
+        help: MAIN_HELP,
     }
 }
 

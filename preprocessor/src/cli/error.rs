@@ -1,5 +1,6 @@
-//! What a command of the command line fails with: the message the user reads after `error:`
-//! (exit code 2), one variant per kind of failure.
+//! What the command line fails with: a command line that does not parse ([`UsageError`]) or
+//! a command that fails ([`CliError`]); the message the user reads after `error:` (exit code
+//! 2), one variant per kind of failure.
 
 use mdbook_fkc::preprocessor::repro::ReproError;
 use std::path::PathBuf;
@@ -77,3 +78,48 @@ impl CliError {
         move |error| CliError::Io { doing, what, error }
     }
 }
+
+/// A command line that does not parse: what is wrong, and where to read the usage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsageError {
+    /// A subcommand used wrongly: its name (its `--help` shows the usage) and what is wrong.
+    Misused { command: String, message: String },
+    /// Neither a command nor a top-level option; `close` is a did-you-mean, or empty.
+    Unknown {
+        option: bool,
+        name: String,
+        close: String,
+        /// The main help, shown after the error.
+        help: &'static str,
+    },
+    /// `help NAME` for a NAME that is not a command.
+    NoHelp { name: String, close: String },
+    /// `--color` without a value or with a wrong one.
+    Color(String),
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UsageError::Misused { command, message } => write!(
+                f,
+                "{message}\n\nrun `mdbook-fkc {command} --help` for usage"
+            ),
+            UsageError::Unknown {
+                option,
+                name,
+                close,
+                help,
+            } => {
+                let what = if *option { "option" } else { "command" };
+                write!(f, "unknown {what} `{name}`{close}\n\n{help}")
+            }
+            UsageError::NoHelp { name, close } => {
+                write!(f, "no help for `{name}`: it is not a command{close}")
+            }
+            UsageError::Color(message) => write!(f, "{message}"),
+        }
+    }
+}
+
+impl std::error::Error for UsageError {}
