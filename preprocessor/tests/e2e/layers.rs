@@ -2,7 +2,8 @@
 //! test reads every `crate::…` and `super::…` path of every source file (test modules and
 //! `*tests.rs` files aside) and fails on an import of a module from a higher layer, and on files
 //! that import each other in a circle (a folder's `mod.rs`, its face, aside) — so lib.rs's and
-//! the README's "no stage reaches back up" stays true.
+//! the README's "no stage reaches back up" stays true. It also holds every Rust file to 600
+//! lines.
 
 use crate::support::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -321,4 +322,49 @@ fn a_planted_circle_is_found() {
         circles(&graph),
         [vec!["v::a".to_owned(), "v::b".to_owned()]]
     );
+}
+
+/// Every Rust file under `dir`, tests included.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The files of `files` longer than `most` lines: (file, lines).
+fn too_long(files: &[std::path::PathBuf], most: usize) -> Vec<(String, usize)> {
+    files
+        .iter()
+        .map(|f| (f, std::fs::read_to_string(f).unwrap().lines().count()))
+        .filter(|(_, lines)| *lines > most)
+        .map(|(f, lines)| (f.display().to_string(), lines))
+        .collect()
+}
+
+#[test]
+fn no_source_file_passes_600_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in [
+        "preprocessor/src",
+        "preprocessor/tests",
+        "src",
+        "provider/src",
+        "tests",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 100, "{} files found", files.len());
+    assert_eq!(too_long(&files, 600), Vec::<(String, usize)>::new());
+    // The check can fail: the longest file passes a lower limit.
+    let longest = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap().lines().count());
+    let longest = longest.max().unwrap();
+    assert!(!too_long(&files, longest - 1).is_empty());
 }
