@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::describe::Description;
 use crate::dtype::DType;
-use crate::error::{KernelErrorKind, Rejection};
+use crate::error::{KernelErrorKind, Rejection, TensorError};
 use crate::registry::{ParamValues, Registry};
 use crate::tensor::AnyTensor;
 use crate::view::Operand;
@@ -259,30 +259,30 @@ impl WireTensor {
     }
 
     /// Checks, without decoding anything, that `bits` holds exactly the elements the shape
-    /// declares; the message says what is wrong.
-    pub fn check_length(&self) -> Result<(), String> {
+    /// declares.
+    pub fn check_length(&self) -> Result<(), WireError> {
         let width = self.dtype.size_bytes() * 2;
         let expected = self
             .elements()
             .and_then(|count| count.checked_mul(width))
-            .ok_or_else(|| format!("the shape {:?} has too many elements", self.shape))?;
+            .ok_or_else(|| WireError::TooManyElements(self.shape.clone()))?;
         if self.bits.len() != expected {
-            return Err(format!(
-                "a {} tensor of shape {:?} needs {expected} hexadecimal digits ({width} per element), not {}",
-                self.dtype,
-                self.shape,
-                self.bits.len()
-            ));
+            return Err(WireError::Length {
+                dtype: self.dtype,
+                shape: self.shape.clone(),
+                expected,
+                digits: self.bits.len(),
+            });
         }
         Ok(())
     }
 
-    /// Decodes a tensor; a malformed one is an error message. The length is checked against
-    /// the shape before any element is decoded.
-    pub fn decode(&self) -> Result<AnyTensor, String> {
+    /// Decodes a tensor, refusing a malformed one. The length is checked against the shape
+    /// before any element is decoded.
+    pub fn decode(&self) -> Result<AnyTensor, WireError> {
         self.check_length()?;
         let width = self.dtype.size_bytes() * 2;
-        let patterns: Result<Vec<u64>, String> = self
+        let patterns: Result<Vec<u64>, WireError> = self
             .bits
             .as_bytes()
             .chunks(width)
@@ -291,12 +291,60 @@ impl WireTensor {
                     .ok()
                     .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
                     .and_then(|d| u64::from_str_radix(d, 16).ok())
-                    .ok_or_else(|| "bits are not hexadecimal".to_owned())
+                    .ok_or(WireError::NotHexadecimal)
             })
             .collect();
-        AnyTensor::from_bits(self.dtype, &self.shape, &patterns?).map_err(|e| e.to_string())
+        AnyTensor::from_bits(self.dtype, &self.shape, &patterns?).map_err(WireError::Tensor)
     }
 }
+
+/// Why a tensor or a view on the wire does not decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// The shape's element count overflows.
+    TooManyElements(Vec<usize>),
+    /// `bits` does not hold the shape's elements.
+    Length {
+        /// The tensor's element type, as declared.
+        dtype: DType,
+        /// The tensor's shape, as declared.
+        shape: Vec<usize>,
+        /// The hexadecimal digits the shape needs.
+        expected: usize,
+        /// The hexadecimal digits `bits` has.
+        digits: usize,
+    },
+    /// `bits` holds something other than hexadecimal digits.
+    NotHexadecimal,
+    /// The tensor or the view could not be built (a view outside its storage).
+    Tensor(TensorError),
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::TooManyElements(shape) => {
+                write!(f, "the shape {shape:?} has too many elements")
+            }
+            WireError::Length {
+                dtype,
+                shape,
+                expected,
+                digits,
+            } => {
+                let width = dtype.size_bytes() * 2;
+                write!(
+                    f,
+                    "a {dtype} tensor of shape {shape:?} needs {expected} hexadecimal digits ({width} per element), not {digits}"
+                )
+            }
+            WireError::NotHexadecimal => write!(f, "bits are not hexadecimal"),
+            WireError::Tensor(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
 
 impl WireOperand {
     /// Encodes a view (its whole storage travels).
@@ -310,7 +358,7 @@ impl WireOperand {
     }
 
     /// Decodes a view, bounds-checked like any other.
-    pub fn decode(&self) -> Result<Operand, String> {
+    pub fn decode(&self) -> Result<Operand, WireError> {
         let storage = Arc::new(self.storage.decode()?);
         Operand::view(
             storage,
@@ -318,7 +366,7 @@ impl WireOperand {
             self.strides.clone(),
             self.offset,
         )
-        .map_err(|e| e.to_string())
+        .map_err(WireError::Tensor)
     }
 }
 
@@ -330,7 +378,7 @@ pub fn encode_operands(operands: &[Option<Operand>]) -> Vec<Option<WireOperand>>
         .collect()
 }
 
-fn decode_operands(operands: &[Option<WireOperand>]) -> Result<Vec<Option<Operand>>, String> {
+fn decode_operands(operands: &[Option<WireOperand>]) -> Result<Vec<Option<Operand>>, WireError> {
     operands
         .iter()
         .map(|o| o.as_ref().map(WireOperand::decode).transpose())
@@ -403,7 +451,10 @@ fn run(
 ) -> Answer {
     let operands = match decode_operands(operands) {
         Ok(operands) => operands,
-        Err(message) => return Answer::Error { message },
+        Err(error) => {
+            let message = error.to_string();
+            return Answer::Error { message };
+        }
     };
     match panic::catch_unwind(AssertUnwindSafe(|| call(&operands))) {
         Ok(Ok(outputs)) => Answer::Outputs(outputs.iter().map(WireTensor::encode).collect()),

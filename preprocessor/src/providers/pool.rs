@@ -150,7 +150,7 @@ fn decode_outputs(outputs: &[WireTensor], expected: Option<&[usize]>) -> CallOut
             )));
         }
     }
-    let decoded: Result<Vec<_>, String> = outputs.iter().map(WireTensor::decode).collect();
+    let decoded: Result<Vec<_>, _> = outputs.iter().map(WireTensor::decode).collect();
     match decoded {
         Ok(outputs) => CallOutcome::Outputs(outputs),
         Err(error) => CallOutcome::Crashed(Crash::Protocol(format!(

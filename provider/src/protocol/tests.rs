@@ -169,7 +169,7 @@ fn lengths_are_checked_before_anything_is_decoded() {
         shape: vec![2, 3],
         bits: "0".repeat(8 * 7),
     };
-    let error = wire.check_length().unwrap_err();
+    let error = wire.check_length().unwrap_err().to_string();
     assert!(error.contains("needs 48 hexadecimal digits"), "{error}");
     assert!(wire.decode().is_err());
     let huge = WireTensor {
