@@ -33,8 +33,11 @@ pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Samp
         moved: HashSet::new(),
         pool: Vec::new(),
     };
+    // A sample drawn again gives nothing new: its optional inputs were tried the first time.
+    let mut drawn_before = HashSet::new();
     let all = drawn.iter().chain(admitted.iter().copied());
     let mut frontier: Vec<Sample> = all
+        .filter(|s| drawn_before.insert(key(s)))
         .flat_map(|s| with_optionals(domain, s, dtype))
         .filter_map(|s| found.add(s))
         .collect();
