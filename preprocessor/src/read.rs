@@ -159,3 +159,91 @@ fn read_fence(source: &Arc<SourceFile>, fence: &Fence) -> FenceRead {
         expressions,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A chapter with one clean contract: its front matter, and its contract's YAML.
+    const CHAPTER: &str = include_str!("../../book/contracts/contiguize.md");
+
+    fn front() -> &'static str {
+        let end = CHAPTER[4..].find("\n---\n").unwrap() + 4 + 5;
+        &CHAPTER[..end]
+    }
+
+    fn contract() -> &'static str {
+        let start = CHAPTER.find("```fkc\n").unwrap() + 7;
+        let end = start + CHAPTER[start..].find("```").unwrap();
+        &CHAPTER[start..end]
+    }
+
+    fn fence(info: &str, body: &str) -> String {
+        format!("```{info}\n{body}```\n\n")
+    }
+
+    #[test]
+    fn a_chapter_without_fkc_content_is_not_read() {
+        assert!(chapter("c.md", "# Plain\n\nNo contract here.\n").is_none());
+        let foreign = "---\ntitle: other\n---\n# Plain\n";
+        assert!(chapter("c.md", foreign).is_none());
+        let bare = chapter("c.md", front()).unwrap();
+        assert!(bare.fences.is_empty() && bare.clean_front().is_some());
+    }
+
+    #[test]
+    fn only_clean_contracts_meant_to_run_are_clean() {
+        let text = [
+            front().to_owned(),
+            fence("fkc", contract()),
+            fence("fkc,should_fail=FKC0203", contract()),
+            fence("fkc,unverified", contract()),
+            fence("fkc", "kernel: [unclosed\n"),
+        ]
+        .concat();
+        let read = chapter("c.md", &text).unwrap();
+        let clean: Vec<bool> = read.fences.iter().map(|f| f.clean().is_some()).collect();
+        assert_eq!(clean, [true, false, false, false]);
+        let runs: Vec<bool> = read.fences.iter().map(FenceRead::runs).collect();
+        assert_eq!(runs, [true, false, false, true]);
+        assert!(has_errors(&read.fences[3].found));
+    }
+
+    #[test]
+    fn chapters_read_on_threads_come_back_in_order() {
+        let one = [front().to_owned(), fence("fkc", contract())].concat();
+        let two = one.replace("kernel: contiguize", "kernel: other");
+        let inputs = [
+            ("1.md", one.as_str()),
+            ("plain.md", "# x\n"),
+            ("2.md", two.as_str()),
+        ];
+        let read = chapters(&inputs, 2);
+        let kernels: Vec<Option<String>> = read
+            .iter()
+            .map(|r| {
+                let fence = r.as_ref()?.fences.first()?;
+                Some(fence.raw.as_ref()?.kernel.value.clone())
+            })
+            .collect();
+        let expected = [
+            Some("contiguize".to_owned()),
+            None,
+            Some("other".to_owned()),
+        ];
+        assert_eq!(kernels, expected);
+    }
+
+    #[test]
+    fn a_front_matter_that_does_not_read_is_not_clean() {
+        let text = [
+            "---\nfkc_version: [\n---\n".to_owned(),
+            fence("fkc", contract()),
+        ]
+        .concat();
+        let read = chapter("c.md", &text).unwrap();
+        assert!(read.clean_front().is_none());
+        assert!(has_errors(&read.front_found));
+    }
+}
