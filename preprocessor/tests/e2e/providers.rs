@@ -491,10 +491,20 @@ fn an_outside_crate_written_from_the_readme_builds_and_verifies() {
     std::fs::create_dir_all(backend.join("src/bin")).unwrap();
     std::fs::write(backend.join("src/lib.rs"), rust[0]).unwrap();
     std::fs::write(backend.join("src/bin/fkc-provider.rs"), rust[1]).unwrap();
-    let dependencies = toml[0].replace(
-        "fkc-provider = \"0.2\"",
-        "fkc-provider = { path = \"../fkc-provider\" }",
+    // The README names the version this workspace's fkc-provider has.
+    let version = std::fs::read_to_string(repo_root().join("provider/Cargo.toml")).unwrap();
+    let minor = version
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.rsplit_once('.'))
+        .map(|(minor, _)| minor.to_owned())
+        .unwrap();
+    let line = format!("fkc-provider = \"{minor}\"");
+    assert!(
+        toml[0].contains(&line),
+        "provider/README.md does not say {line}"
     );
+    let dependencies = toml[0].replace(&line, "fkc-provider = { path = \"../fkc-provider\" }");
     std::fs::write(
         backend.join("Cargo.toml"),
         format!(
