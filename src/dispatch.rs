@@ -109,6 +109,7 @@ const fn field(name: &'static str, kind: ParamKind, doc: &'static str) -> FieldD
         kind,
         shape_of: None,
         doc,
+        values: &[],
     }
 }
 
@@ -118,6 +119,7 @@ const fn shape_field(name: &'static str, of: &'static str, doc: &'static str) ->
         kind: ParamKind::UsizeArray4,
         shape_of: Some(of),
         doc,
+        values: &[],
     }
 }
 
@@ -326,14 +328,13 @@ impl Reader<'_> {
                 self.desc.variant
             ))
         })?;
-        if value.kind() != kind {
-            return Err(self.error(format!(
+        value.to_kind(kind).ok_or_else(|| {
+            self.error(format!(
                 "{}.{name} must be {kind}, got {} `{value}`",
                 self.desc.variant,
                 value.kind()
-            )));
-        }
-        Ok(*value)
+            ))
+        })
     }
 
     pub(crate) fn usize(&self, name: &str) -> Result<usize, KernelError> {

@@ -3,10 +3,11 @@
 //!
 //! A contract's `entry_point: "fuel_reference_backend::ops::conv2d_f32"` resolves here. Each
 //! [`KernelRef`] says which kernel and dtype the symbol runs, its `OpKind` (none for the
-//! describe-only `conv2d_simple` and `max_pool2d`), its operands, outputs and parameter fields,
-//! and holds the function to call — the real `ops::*` function of that name. Calling it: operands
-//! in `inputs` order (`None` for an absent optional one), parameters by name; fields with a
-//! `shape_of` may be omitted and are then filled from the operands and the computed output.
+//! describe-only `conv2d_simple`, `max_pool2d` and the common ops of [`crate::fkc_common`]),
+//! its operands, outputs and parameter fields, and holds the function to call — the real
+//! `ops::*` function of that name. Calling it: operands in `inputs` order (`None` for an absent
+//! optional one), parameters by name; fields with a `shape_of` may be omitted and are then
+//! filled from the operands and the computed output.
 
 pub use crate::dispatch::{
     CONTIGUIZE_INPUTS, CONV_TRANSPOSE2D_INPUTS, CONV2D_INPUTS, CONV2D_SIMPLE_INPUTS,
@@ -18,6 +19,11 @@ use crate::dispatch::{
 };
 use crate::dtype::DType;
 use crate::error::{ExecError, Rejection};
+pub use crate::fkc_common::{
+    AVG_POOL2D_FIELDS, AVG_POOL2D_INPUTS, AXIS_FIELDS, BINARY_INPUTS, LAYER_NORM_FIELDS,
+    LAYER_NORM_INPUTS, LEAKY_RELU_FIELDS, MATMUL_FIELDS, MATMUL_INPUTS, REDUCE_FIELDS,
+    REDUCE_INPUTS, TRANSPOSE_FIELDS, TRANSPOSE_INPUTS, UNARY_INPUTS,
+};
 use crate::tensor::AnyTensor;
 use crate::view::Operand;
 pub use fkc_provider::registry::{EntryFn, KernelRef, OperandDesc, Registry};
@@ -27,43 +33,30 @@ pub const REGISTRY_PATH: &str = "fuel_reference_backend::fkc::ENTRY_POINTS";
 
 /// `conv2d_simple` parameters.
 pub const CONV2D_SIMPLE_FIELDS: &[FieldDesc] = &[
-    FieldDesc {
-        name: "stride",
-        kind: ParamKind::Usize,
-        shape_of: None,
-        doc: "output step on both axes, >= 1",
-    },
-    FieldDesc {
-        name: "padding",
-        kind: ParamKind::Usize,
-        shape_of: None,
-        doc: "symmetric zero padding on both axes; padded taps are skipped",
-    },
+    FieldDesc::new("stride", ParamKind::Usize, "output step on both axes, >= 1"),
+    FieldDesc::new(
+        "padding",
+        ParamKind::Usize,
+        "symmetric zero padding on both axes; padded taps are skipped",
+    ),
 ];
 
 /// `max_pool2d` parameters.
 pub const MAX_POOL2D_FIELDS: &[FieldDesc] = &[
-    FieldDesc {
-        name: "kernel_size",
-        kind: ParamKind::Usize,
-        shape_of: None,
-        doc: "square window side, 1 <= kernel_size <= min(H, W)",
-    },
-    FieldDesc {
-        name: "stride",
-        kind: ParamKind::Usize,
-        shape_of: None,
-        doc: "window step on both axes, >= 1",
-    },
+    FieldDesc::new(
+        "kernel_size",
+        ParamKind::Usize,
+        "square window side, 1 <= kernel_size <= min(H, W)",
+    ),
+    FieldDesc::new("stride", ParamKind::Usize, "window step on both axes, >= 1"),
 ];
 
 /// The thread count of a threaded variant.
-const THREADS: FieldDesc = FieldDesc {
-    name: "threads",
-    kind: ParamKind::Usize,
-    shape_of: None,
-    doc: "threads to split the work over (0 and 1: the calling thread only); bitwise the same result whatever the count",
-};
+const THREADS: FieldDesc = FieldDesc::new(
+    "threads",
+    ParamKind::Usize,
+    "threads to split the work over (0 and 1: the calling thread only); bitwise the same result whatever the count",
+);
 
 /// `max_pool2d_threaded` parameters: `max_pool2d`'s and `threads`.
 pub const MAX_POOL2D_THREADED_FIELDS: &[FieldDesc] =
@@ -121,7 +114,8 @@ const CONTIG: Option<&str> = Some(OpKind::Contiguize.name());
 /// Every wired entry point. A kernel has a symbol for exactly the dtypes it runs:
 /// `conv2d` and `conv_transpose2d` F32/F64 (what the executor admits); `conv2d_simple`,
 /// `max_pool2d` and `contiguize` all four; the threaded variants (`threads` one more field,
-/// no op kind of their own) as their one-thread kernels.
+/// no op kind of their own) as their one-thread kernels; the describe-only common ops
+/// ([`crate::fkc_common`]) F32/F64, and `add`, `mul`, `transpose` all four.
 #[rustfmt::skip]
 pub static ENTRY_POINTS: &[KernelRef] = &[
     kernel_ref!("conv2d", conv2d_f32, F32, CONV2D, CONV2D_INPUTS, CONV2D_FIELDS),
@@ -148,6 +142,37 @@ pub static ENTRY_POINTS: &[KernelRef] = &[
     kernel_ref!("max_pool2d_threaded", max_pool2d_threaded_f64, F64, None, MAX_POOL2D_INPUTS, MAX_POOL2D_THREADED_FIELDS),
     kernel_ref!("max_pool2d_threaded", max_pool2d_threaded_bf16, BF16, None, MAX_POOL2D_INPUTS, MAX_POOL2D_THREADED_FIELDS),
     kernel_ref!("max_pool2d_threaded", max_pool2d_threaded_f16, F16, None, MAX_POOL2D_INPUTS, MAX_POOL2D_THREADED_FIELDS),
+    // The describe-only common ops.
+    kernel_ref!("matmul", matmul_f32, F32, None, MATMUL_INPUTS, MATMUL_FIELDS),
+    kernel_ref!("matmul", matmul_f64, F64, None, MATMUL_INPUTS, MATMUL_FIELDS),
+    kernel_ref!("add", add_f32, F32, None, BINARY_INPUTS, &[]),
+    kernel_ref!("add", add_f64, F64, None, BINARY_INPUTS, &[]),
+    kernel_ref!("add", add_bf16, BF16, None, BINARY_INPUTS, &[]),
+    kernel_ref!("add", add_f16, F16, None, BINARY_INPUTS, &[]),
+    kernel_ref!("mul", mul_f32, F32, None, BINARY_INPUTS, &[]),
+    kernel_ref!("mul", mul_f64, F64, None, BINARY_INPUTS, &[]),
+    kernel_ref!("mul", mul_bf16, BF16, None, BINARY_INPUTS, &[]),
+    kernel_ref!("mul", mul_f16, F16, None, BINARY_INPUTS, &[]),
+    kernel_ref!("leaky_relu", leaky_relu_f32, F32, None, UNARY_INPUTS, LEAKY_RELU_FIELDS),
+    kernel_ref!("leaky_relu", leaky_relu_f64, F64, None, UNARY_INPUTS, LEAKY_RELU_FIELDS),
+    kernel_ref!("gelu", gelu_f32, F32, None, UNARY_INPUTS, &[]),
+    kernel_ref!("gelu", gelu_f64, F64, None, UNARY_INPUTS, &[]),
+    kernel_ref!("softmax", softmax_f32, F32, None, UNARY_INPUTS, AXIS_FIELDS),
+    kernel_ref!("softmax", softmax_f64, F64, None, UNARY_INPUTS, AXIS_FIELDS),
+    kernel_ref!("layer_norm", layer_norm_f32, F32, None, LAYER_NORM_INPUTS, LAYER_NORM_FIELDS),
+    kernel_ref!("layer_norm", layer_norm_f64, F64, None, LAYER_NORM_INPUTS, LAYER_NORM_FIELDS),
+    kernel_ref!("reduce_sum", reduce_sum_f32, F32, None, REDUCE_INPUTS, REDUCE_FIELDS),
+    kernel_ref!("reduce_sum", reduce_sum_f64, F64, None, REDUCE_INPUTS, REDUCE_FIELDS),
+    kernel_ref!("reduce_mean", reduce_mean_f32, F32, None, REDUCE_INPUTS, REDUCE_FIELDS),
+    kernel_ref!("reduce_mean", reduce_mean_f64, F64, None, REDUCE_INPUTS, REDUCE_FIELDS),
+    kernel_ref!("avg_pool2d", avg_pool2d_f32, F32, None, AVG_POOL2D_INPUTS, AVG_POOL2D_FIELDS),
+    kernel_ref!("avg_pool2d", avg_pool2d_f64, F64, None, AVG_POOL2D_INPUTS, AVG_POOL2D_FIELDS),
+    kernel_ref!("transpose", transpose_f32, F32, None, TRANSPOSE_INPUTS, TRANSPOSE_FIELDS),
+    kernel_ref!("transpose", transpose_f64, F64, None, TRANSPOSE_INPUTS, TRANSPOSE_FIELDS),
+    kernel_ref!("transpose", transpose_bf16, BF16, None, TRANSPOSE_INPUTS, TRANSPOSE_FIELDS),
+    kernel_ref!("transpose", transpose_f16, F16, None, TRANSPOSE_INPUTS, TRANSPOSE_FIELDS),
+    kernel_ref!("cumsum", cumsum_f32, F32, None, UNARY_INPUTS, AXIS_FIELDS),
+    kernel_ref!("cumsum", cumsum_f64, F64, None, UNARY_INPUTS, AXIS_FIELDS),
 ];
 
 /// The reference backend as a provider: its link registry with its op kinds, carriers and
@@ -217,6 +242,6 @@ mod tests {
             }
         }
         assert!(entry_point("fuel_reference_backend::ops::conv2d_bf16").is_none());
-        assert_eq!(ENTRY_POINTS.len(), 24);
+        assert_eq!(ENTRY_POINTS.len(), 54);
     }
 }

@@ -5,11 +5,14 @@
 //! - [`view`]: `Operand`, a strided/offset/broadcast/reversed view over shared storage — the
 //!   only place a non-contiguous layout can exist, at the executor boundary.
 //! - [`ops`]: the kernels `conv2d`, `conv_transpose2d`, `conv2d_simple`, `max_pool2d`,
-//!   `contiguize`, generic over [`Element`] (`f32`, `f64`, `bf16`, `f16`), accumulating in `T`
-//!   in a fixed, documented order; plus the per-dtype entry points (`ops::conv2d_f32`, ...).
+//!   `contiguize`, and the common ops `matmul`, `add`, `mul`, `gelu`, `softmax`, `layer_norm`,
+//!   `reduce_sum`, `reduce_mean`, `avg_pool2d`, `transpose`, `cumsum`, generic over
+//!   [`Element`] (`f32`, `f64`, `bf16`, `f16`), each with its documented accumulator and
+//!   order; plus the per-dtype entry points (`ops::conv2d_f32`, ...).
 //! - [`dispatch`]: the carriers `OpKind` and `OpParams` and their machine-readable description.
 //! - [`exec`]: `execute`, routing an op to a kernel and admitting only what is wired.
-//! - [`fkc`]: the link registry `ENTRY_POINTS`.
+//! - [`fkc`]: the link registry `ENTRY_POINTS`; [`fkc_common`]: the common ops' operands and
+//!   fields.
 //!
 //! Every failure is a typed error ([`error`]); nothing panics on user input.
 
@@ -20,6 +23,7 @@ pub mod dtype;
 pub mod error;
 pub mod exec;
 pub mod fkc;
+pub mod fkc_common;
 pub mod mutants;
 pub mod ops;
 pub mod shape;

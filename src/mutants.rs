@@ -27,6 +27,35 @@ pub enum Mutant {
     /// Max pooling: the unrolled scan takes the later of two equal values, so a window of
     /// `+0.0` and `-0.0` returns the other zero.
     PoolTieTakesLater,
+    /// `matmul`: `transpose_b` is ignored, so `b` is always read as `[B, K, N]`.
+    MatmulIgnoresTransposeB,
+    /// `add`: operands of different ranks are aligned on their leading dimensions (missing
+    /// dimensions appended as 1) instead of their trailing ones.
+    AddBroadcastAlignsLeading,
+    /// `mul`: `b` is read at `flat output index % b.len()`, right when `b`'s shape is a suffix
+    /// of the output's, wrong for a size-1 dimension inside it.
+    MulBroadcastByModulo,
+    /// `gelu`: the tanh approximation instead of the exact erf form.
+    GeluTanhApprox,
+    /// `softmax`: a negative axis counts from the front (`-1` is axis 0).
+    SoftmaxNegativeAxisFromFront,
+    /// `layer_norm`: `eps` is ignored (treated as 0).
+    LayerNormIgnoresEps,
+    /// `reduce_sum`: the last element of each reduction is never added.
+    ReduceSumDropsLast,
+    /// `reduce_mean`: with `keepdim`, the count is read from the output's size-1 reduced
+    /// extents, so the mean is the sum.
+    MeanKeepdimCountsOne,
+    /// `avg_pool2d`: the `"valid"` divisor divides by the whole window like `"window"`.
+    AvgPoolValidDividesByWindow,
+    /// `transpose`: the inverse permutation is applied (the same for involutions only).
+    TransposeInversePerm,
+    /// `leaky_relu`: a zero is passed through unscaled, so `-0.0 · slope`'s sign is lost for
+    /// a negative slope (`+0.0` and `-0.0` both returned as they came).
+    LeakyReluScalesZero,
+    /// `cumsum`: each output sums its prefix in descending order (`x_t` first), the same
+    /// terms in another order.
+    CumsumReverseOrder,
 }
 
 #[cfg(feature = "mutants")]

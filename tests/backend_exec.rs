@@ -343,6 +343,40 @@ fn sample_call(kernel: &str, dtype: DType) -> (Vec<Option<Operand>>, ParamValues
             v.insert("stride".into(), ParamValue::Usize(1));
             vec![op(&[1, 2, 3, 3])]
         }
+        "matmul" => {
+            v.insert("transpose_a".into(), ParamValue::Bool(false));
+            v.insert("transpose_b".into(), ParamValue::Bool(true));
+            vec![op(&[2, 3, 4]), op(&[2, 5, 4])]
+        }
+        "add" | "mul" => vec![op(&[2, 1, 3]), op(&[4, 1])],
+        "leaky_relu" => {
+            v.insert("negative_slope".into(), ParamValue::F64(0.25));
+            vec![op(&[2, 3])]
+        }
+        "softmax" | "cumsum" => {
+            v.insert("axis".into(), ParamValue::I64(-1));
+            vec![op(&[2, 3])]
+        }
+        "layer_norm" => {
+            v.insert("eps".into(), ParamValue::F32(1e-5));
+            vec![op(&[2, 3]), op(&[3]), None]
+        }
+        "reduce_sum" | "reduce_mean" => {
+            v.insert("axes".into(), ParamValue::I64List(vec![0, -1]));
+            v.insert("keepdim".into(), ParamValue::Bool(true));
+            vec![op(&[2, 3, 2])]
+        }
+        "avg_pool2d" => {
+            v.insert("kernel_size".into(), ParamValue::Usize(2));
+            v.insert("stride".into(), ParamValue::Usize(1));
+            v.insert("padding".into(), ParamValue::Usize(1));
+            v.insert("divisor".into(), ParamValue::Enum("valid".into()));
+            vec![op(&[1, 2, 3, 3])]
+        }
+        "transpose" => {
+            v.insert("perm".into(), ParamValue::UsizeList(vec![2, 0, 1]));
+            vec![op(&[2, 3, 4])]
+        }
         _ => vec![op(&[2, 3])],
     };
     (ops, v)
@@ -368,7 +402,10 @@ fn every_entry_point_runs_and_rejects_other_dtypes_and_layouts() {
                 k.symbol
             );
         }
-        if k.kernel != "contiguize" {
+        // The common kernels read any layout; the seed's kernels refuse what is not packed.
+        if k.kernel != "contiguize"
+            && !fuel_reference_backend::fkc_common::accepts_any_layout(k.kernel)
+        {
             let mut awkward = ops.clone();
             let first = awkward[0].take().unwrap();
             let packed = fuel_reference_backend::ops::contiguize_any(&first).unwrap();

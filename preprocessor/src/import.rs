@@ -519,6 +519,9 @@ fn kind_mismatch(
     source: &Arc<SourceFile>,
 ) -> Option<Diagnostic> {
     match ParamKind::parse(&field.kind.value) {
+        Some(ParamKind::Enum) if desc.kind == ParamKind::Enum => {
+            enum_values_mismatch(field, desc, owner, source)
+        }
         Some(kind) if kind == desc.kind => None,
         Some(kind) => Some(
             Diagnostic::error(
@@ -541,10 +544,50 @@ fn kind_mismatch(
                 field.kind.span.clone(),
                 format!("`{}` is not a parameter kind", field.kind.value),
             )
-            .with_label("expected `usize`, `(usize, usize)` or `[usize; 4]`")
+            .with_label(format!("expected one of {}", kind_list()))
             .with_help(format!("this field is `{}` in {owner}", desc.kind.as_str())),
         ),
     }
+}
+
+/// Every parameter kind's spelling, for messages: `` `usize`, `(usize, usize)`, … ``.
+pub(crate) fn kind_list() -> String {
+    let kinds: Vec<String> = ParamKind::ALL
+        .iter()
+        .map(|k| format!("`{}`", k.as_str()))
+        .collect();
+    kinds.join(", ")
+}
+
+/// An enumeration field whose `values` are not the entry point's, in the same order.
+fn enum_values_mismatch(
+    field: &RawParamField,
+    desc: &FieldInfo,
+    owner: &str,
+    source: &Arc<SourceFile>,
+) -> Option<Diagnostic> {
+    let written: Vec<&str> = field.values.iter().map(|v| v.value.as_str()).collect();
+    if written == desc.values {
+        return None;
+    }
+    let span = match field.values.first() {
+        Some(first) => first.span.start..field.values.last().map_or(first.span.end, |l| l.span.end),
+        None => field.kind.span.clone(),
+    };
+    let real = desc.values.join(", ");
+    Some(
+        Diagnostic::error(
+            Code::OpParamsMismatch,
+            source,
+            span,
+            format!(
+                "`{}` takes the values [{real}] in {owner}, not [{}]",
+                field.name.value,
+                written.join(", ")
+            ),
+        )
+        .with_help(format!("write `values: [{real}]`")),
+    )
 }
 
 #[cfg(test)]

@@ -32,6 +32,9 @@ pub struct FieldInfo {
     pub shape_of: Option<String>,
     /// One-line meaning.
     pub doc: String,
+    /// An enumeration's value names (absent for every other kind).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
 }
 
 /// One parameter carrier.
@@ -120,6 +123,7 @@ impl From<&FieldDesc> for FieldInfo {
             kind: d.kind,
             shape_of: d.shape_of.map(str::to_owned),
             doc: d.doc.to_owned(),
+            values: d.values.iter().map(|v| (*v).to_owned()).collect(),
         }
     }
 }

@@ -94,6 +94,7 @@ pub mod describe;
 pub mod dtype;
 pub mod error;
 pub mod identity;
+pub mod param;
 pub mod protocol;
 pub mod registry;
 pub mod shape;

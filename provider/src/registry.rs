@@ -6,87 +6,12 @@
 //! [`crate::describe`] turns it into the owned description that travels over the protocol.
 
 use std::collections::BTreeMap;
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
 
 use crate::dtype::DType;
 use crate::error::Rejection;
+pub use crate::param::{ParamKind, ParamValue};
 use crate::tensor::AnyTensor;
 use crate::view::Operand;
-
-/// The kind of a parameter field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ParamKind {
-    /// `usize`
-    Usize,
-    /// `(usize, usize)`
-    UsizePair,
-    /// `[usize; 4]`
-    UsizeArray4,
-}
-
-impl ParamKind {
-    /// The Rust spelling: `"usize"`, `"(usize, usize)"`, `"[usize; 4]"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ParamKind::Usize => "usize",
-            ParamKind::UsizePair => "(usize, usize)",
-            ParamKind::UsizeArray4 => "[usize; 4]",
-        }
-    }
-
-    /// Parses a Rust spelling, ignoring whitespace (`"(usize,usize)"` is a pair).
-    pub fn parse(s: &str) -> Option<ParamKind> {
-        let squashed: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        [
-            ParamKind::Usize,
-            ParamKind::UsizePair,
-            ParamKind::UsizeArray4,
-        ]
-        .into_iter()
-        .find(|k| k.as_str().replace(' ', "") == squashed)
-    }
-}
-
-impl fmt::Display for ParamKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One parameter value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ParamValue {
-    /// A `usize`.
-    Usize(usize),
-    /// A `(usize, usize)`.
-    Pair(usize, usize),
-    /// A `[usize; 4]`.
-    Array4([usize; 4]),
-}
-
-impl ParamValue {
-    /// The value's kind.
-    pub fn kind(&self) -> ParamKind {
-        match self {
-            ParamValue::Usize(_) => ParamKind::Usize,
-            ParamValue::Pair(..) => ParamKind::UsizePair,
-            ParamValue::Array4(_) => ParamKind::UsizeArray4,
-        }
-    }
-}
-
-impl fmt::Display for ParamValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParamValue::Usize(v) => write!(f, "{v}"),
-            ParamValue::Pair(a, b) => write!(f, "({a}, {b})"),
-            ParamValue::Array4(a) => write!(f, "{a:?}"),
-        }
-    }
-}
 
 /// Parameter values by field name.
 pub type ParamValues = BTreeMap<String, ParamValue>;
@@ -103,6 +28,8 @@ pub struct FieldDesc {
     pub shape_of: Option<&'static str>,
     /// One-line meaning.
     pub doc: &'static str,
+    /// An enumeration's value names (empty for every other kind).
+    pub values: &'static [&'static str],
 }
 
 impl FieldDesc {
@@ -113,6 +40,22 @@ impl FieldDesc {
             kind,
             shape_of: None,
             doc,
+            values: &[],
+        }
+    }
+
+    /// An enumeration field: one of `values`.
+    pub const fn choice(
+        name: &'static str,
+        values: &'static [&'static str],
+        doc: &'static str,
+    ) -> FieldDesc {
+        FieldDesc {
+            name,
+            kind: ParamKind::Enum,
+            shape_of: None,
+            doc,
+            values,
         }
     }
 }

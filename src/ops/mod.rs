@@ -6,24 +6,39 @@
 //! `conv2d_f32` are the link-registry entry points (`fuel_reference_backend::ops::conv2d_f32`):
 //! they take operand views and named parameter values, see [`crate::fkc`].
 
+pub mod avg_pool2d;
+mod axes;
 mod common;
+mod common_entry;
 pub mod contiguize;
 pub mod conv2d;
 pub mod conv2d_simple;
 pub mod conv_transpose2d;
+pub mod elementwise;
 mod entry;
+pub mod linalg;
 pub mod max_pool2d;
+pub mod normalize;
 mod pool_fast;
+pub mod reduce;
 pub(crate) mod simd;
 mod tile;
+pub mod transpose;
 mod workers;
 
+pub use avg_pool2d::{AvgDivisor, AvgPool2dParams, avg_pool2d};
 pub use common::max_step;
+pub use common_entry::*;
 pub use contiguize::{contiguize, contiguize_any};
 pub use conv_transpose2d::{
     ConvTranspose2dGeometry, ConvTranspose2dParams, conv_transpose2d, conv_transpose2d_threaded,
 };
 pub use conv2d::{Conv2dGeometry, Conv2dParams, conv2d, conv2d_threaded};
 pub use conv2d_simple::{Conv2dSimpleParams, conv2d_simple};
+pub use elementwise::{add, broadcast_shape, gelu, leaky_relu, mul};
 pub use entry::*;
+pub use linalg::{MatmulParams, matmul};
 pub use max_pool2d::{MaxPool2dParams, max_pool2d, max_pool2d_threaded};
+pub use normalize::{LayerNormParams, layer_norm, softmax};
+pub use reduce::{ReduceParams, cumsum, reduce_mean, reduce_sum};
+pub use transpose::transpose;

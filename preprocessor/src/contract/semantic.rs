@@ -158,14 +158,20 @@ fn signature(raw: &RawContract, outputs: &[(String, usize)], standard: bool) -> 
         .iter()
         .flat_map(|p| &p.fields)
         .filter_map(|field| {
-            let width = match ParamKind::parse(&field.kind.value)? {
-                ParamKind::Usize => None,
-                ParamKind::UsizePair => Some(2),
-                ParamKind::UsizeArray4 => Some(4),
+            let form = match ParamKind::parse(&field.kind.value)? {
+                ParamKind::Usize | ParamKind::I64 => ir::ParamForm::Int,
+                ParamKind::UsizePair => ir::ParamForm::Tuple(2),
+                ParamKind::UsizeArray4 => ir::ParamForm::Tuple(4),
+                ParamKind::UsizeList | ParamKind::I64List => ir::ParamForm::List,
+                ParamKind::F32 | ParamKind::F64 => ir::ParamForm::Float,
+                ParamKind::Bool => ir::ParamForm::Bool,
+                ParamKind::Enum => ir::ParamForm::Enum(
+                    field.values.iter().map(|v| v.value.clone()).collect(),
+                ),
             };
             Some(ir::Param {
                 name: field.name.value.clone(),
-                width,
+                form,
             })
         })
         .collect();

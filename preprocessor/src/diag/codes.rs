@@ -76,7 +76,7 @@ codes! {
     BadOpParamsVariant = "FKC0302", "op_params.variant is not a real OpParams variant",
         "A registrable contract's `op_params.variant` must name a variant of the provider's `OpParams` carrier (the importer's BadOpParamsVariant error). Mark the contract `registrable: false` until the variant exists.";
     OpParamsMismatch = "FKC0303", "the declared op-param fields differ from the variant's real fields",
-        "The fields under `op_params.fields` must be exactly the fields of the real OpParams variant, each with the same kind (`usize`, `(usize, usize)`, `[usize; 4]`). A missing, extra or differently typed field means the contract documents a different ABI from the one dispatched.";
+        "The fields under `op_params.fields` must be exactly the fields of the real OpParams variant, each with the same kind (`usize`, `(usize, usize)`, `[usize; 4]`, `i64`, `f32`, `f64`, `bool`, `enum` with the same `values`, `Vec<usize>`, `Vec<i64>`). A missing, extra or differently typed field means the contract documents a different ABI from the one dispatched.";
     EntryPointUnresolved = "FKC0304", "an entry point does not resolve in the link registry",
         "`entry_point` names the symbol for the first declared dtype's suffix (`…_f32`); the importer derives one symbol per declared dtype by replacing the suffix (`…_f64`, `…_bf16`, `…_f16`) and looks each up in the provider's link registry. A declared dtype without a symbol is a dtype the backend does not ship.";
     ProviderMismatch = "FKC0305", "the contract disagrees with its provider",

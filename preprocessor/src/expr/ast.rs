@@ -27,6 +27,10 @@ pub struct Expr {
 pub enum ExprKind {
     /// An integer literal (the parser only produces non-negative ones; `-1` is a [`UnOp::Neg`]).
     Int(i64),
+    /// A floating-point literal, as its bits (never negative).
+    Float(u64),
+    /// A string literal (an enumeration's value), without its quotes.
+    Text(String),
     /// `true` or `false`.
     Bool(bool),
     /// A root name bound by the caller: `groups`, `x`, `dtype_bytes`, `depthwise`.
@@ -237,7 +241,7 @@ impl Expr {
     /// The direct children, in source order.
     pub fn children(&self) -> Vec<&Expr> {
         match &self.kind {
-            ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Name(_) => Vec::new(),
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Text(_) | ExprKind::Bool(_) | ExprKind::Name(_) => Vec::new(),
             ExprKind::Tuple(items) => items.iter().collect(),
             ExprKind::Unary { operand, .. } => vec![operand],
             ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
@@ -250,7 +254,7 @@ impl Expr {
     /// The direct children, mutably, in source order.
     pub(crate) fn children_mut(&mut self) -> Vec<&mut Expr> {
         match &mut self.kind {
-            ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Name(_) => Vec::new(),
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Text(_) | ExprKind::Bool(_) | ExprKind::Name(_) => Vec::new(),
             ExprKind::Tuple(items) => items.iter_mut().collect(),
             ExprKind::Unary { operand, .. } => vec![operand],
             ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
@@ -319,7 +323,7 @@ impl Expr {
         let zero = Span::default();
         let boxed = |e: &Expr| Box::new(e.without_spans());
         let kind = match &self.kind {
-            ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Name(_) => self.kind.clone(),
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Text(_) | ExprKind::Bool(_) | ExprKind::Name(_) => self.kind.clone(),
             ExprKind::Tuple(items) => {
                 ExprKind::Tuple(items.iter().map(Expr::without_spans).collect())
             }
@@ -391,6 +395,12 @@ impl fmt::Display for Expr {
 fn write_expr(e: &Expr, out: &mut String) {
     match &e.kind {
         ExprKind::Int(v) => out.push_str(&v.to_string()),
+        ExprKind::Float(bits) => out.push_str(&format!("{:?}", f64::from_bits(*bits))),
+        ExprKind::Text(text) => {
+            out.push('"');
+            out.push_str(text);
+            out.push('"');
+        }
         ExprKind::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         ExprKind::Name(name) => out.push_str(name),
         ExprKind::Tuple(items) => {

@@ -148,6 +148,8 @@ impl Checker<'_> {
         }
         let result = match &e.kind {
             ExprKind::Int(_) => Ok(Type::Int),
+            ExprKind::Float(_) => Ok(Type::Float),
+            ExprKind::Text(_) => Ok(Type::Text),
             ExprKind::Bool(_) => Ok(Type::Bool),
             ExprKind::Name(name) => self.name(name, e.span),
             ExprKind::Tuple(items) => Ok(Type::Tuple(
@@ -219,9 +221,19 @@ impl Checker<'_> {
         }
         let items = match &bt {
             Type::Any => return Ok(Type::Any),
+            // A list's length is the sample's: an index out of range fails when evaluated.
+            Type::List(item) => return Ok((**item).clone()),
             Type::Tuple(items) => items,
             _ => return Err(not_indexable(&bt, base, index.span)),
         };
+        // `x.dim[axis]`: an index known only on a sample, into a tuple of one element type,
+        // is checked against the tuple's length when evaluated.
+        let uniform = items.first().filter(|first| items.iter().all(|t| t == *first));
+        if !index.is_closed()
+            && let Some(element) = uniform
+        {
+            return Ok(element.clone());
+        }
         if !index.is_closed() {
             return Err(ExprError::new(
                 ExprErrorKind::IndexOutOfRange,
@@ -468,11 +480,18 @@ mod tests {
         assert_eq!(one("stride[-1]"), (ExprErrorKind::IndexOutOfRange, 7, 9));
         assert_eq!(one("bias.dim[1]"), (ExprErrorKind::IndexOutOfRange, 9, 10));
         assert_eq!(one("()[0]"), (ExprErrorKind::IndexOutOfRange, 3, 4));
-        let e = &errors("x.dim[groups]")[0];
+        // An index known only on a sample (`x.dim[axis]`) is checked when evaluated.
+        assert_eq!(ty("x.dim[groups]"), Type::Int);
+        let mut bindings = Bindings::new();
+        bindings.insert("x", Value::operand(&[1, 2, 3, 4]));
+        bindings.insert("groups", Value::Int(4));
+        let e = eval(&parse("x.dim[groups]").unwrap(), &bindings).unwrap_err();
         assert_eq!(
             (e.kind, e.span),
             (ExprErrorKind::IndexOutOfRange, Span::new(6, 12))
         );
+        // A tuple of mixed element types still needs a constant index.
+        let e = &errors("(1, true)[groups]")[0];
         assert!(e.message.starts_with("cannot prove"), "{}", e.message);
         assert_eq!(
             one("x.dim[9223372036854775807 + 1]"),

@@ -19,7 +19,7 @@ use super::rules::{
 };
 use super::slots::Slots;
 use super::span::Span;
-use super::value::{Type, Value};
+use super::value::{Real, Type, Value};
 
 /// A caller-defined pure function: arguments in, value or message out.
 pub type NativeFn = dyn Fn(&[Value]) -> Result<Value, String> + Send + Sync;
@@ -214,6 +214,7 @@ impl Evaluator<'_> {
         }
         match &e.kind {
             ExprKind::Int(v) => Some(Scalar::Int(*v)),
+            ExprKind::Float(_) | ExprKind::Text(_) => None,
             ExprKind::Bool(b) => Some(Scalar::Bool(*b)),
             ExprKind::Name(_) | ExprKind::Member { .. } | ExprKind::Index { .. } => {
                 match self.borrowed(e, depth)? {
@@ -281,6 +282,8 @@ impl Evaluator<'_> {
         }
         match &e.kind {
             ExprKind::Int(v) => Ok(Value::Int(*v)),
+            ExprKind::Float(bits) => Ok(Value::Float(Real(f64::from_bits(*bits)))),
+            ExprKind::Text(text) => Ok(Value::Text(text.clone())),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
             ExprKind::Name(name) => self.name(name, e.slot, e.span),
             ExprKind::Tuple(items) => items
@@ -488,12 +491,52 @@ fn call_builtin(
         .collect();
     builtin.check(&typed, span)?;
     let ints: Vec<i64> = values.iter().filter_map(Value::as_int).collect();
+    let list = || -> Vec<i64> {
+        match values.first() {
+            Some(Value::Tuple(items)) => items.iter().filter_map(Value::as_int).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let number = values.first().and_then(Value::as_number).unwrap_or(0.0);
     Ok(match (builtin, ints.as_slice()) {
         (Builtin::Divisible, [a, b]) => Value::Bool(divisible(*a, *b)),
         (Builtin::Min, _) => Value::Int(ints.iter().copied().min().unwrap_or(0)),
         (Builtin::Max, _) => Value::Int(ints.iter().copied().max().unwrap_or(0)),
         (Builtin::Divisible, _) => return Err(arity("divisible", "2", ints.len(), span)),
+        (Builtin::Len, _) => Value::Int(i64::try_from(list().len()).unwrap_or(i64::MAX)),
+        (Builtin::Distinct, _) => Value::Bool(distinct(&list())),
+        (Builtin::Within, [lo, hi]) => Value::Bool(list().iter().all(|v| lo <= v && v < hi)),
+        (Builtin::Permutation, [n]) => {
+            let items = list();
+            let len_ok = i64::try_from(items.len()).is_ok_and(|len| len == *n);
+            Value::Bool(len_ok && distinct(&items) && items.iter().all(|v| (0..*n).contains(v)))
+        }
+        (Builtin::Within | Builtin::Permutation, _) => {
+            return Err(arity(builtin_name(builtin), "2 or 3", values.len(), span));
+        }
+        (Builtin::Select, [a, b]) => {
+            let chosen = values.first().and_then(Value::as_bool).unwrap_or(false);
+            Value::Int(if chosen { *a } else { *b })
+        }
+        (Builtin::Select, _) => return Err(arity("select", "3", values.len(), span)),
+        (Builtin::Contains, [v]) => Value::Bool(list().contains(v)),
+        (Builtin::Contains, _) => return Err(arity("contains", "2", values.len(), span)),
+        (Builtin::IsNan, _) => Value::Bool(number.is_nan()),
+        (Builtin::IsFinite, _) => Value::Bool(number.is_finite()),
     })
+}
+
+fn builtin_name(builtin: Builtin) -> &'static str {
+    match builtin {
+        Builtin::Within => "within",
+        _ => "permutation",
+    }
+}
+
+/// No element twice.
+fn distinct(items: &[i64]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    items.iter().all(|v| seen.insert(*v))
 }
 
 /// `b != 0 && a % b == 0`: a zero divisor divides nothing (false, not an error).
@@ -525,8 +568,40 @@ pub fn floor_mod(a: i64, b: i64) -> Option<i64> {
     })
 }
 
+/// A comparison or arithmetic with a float operand, by IEEE 754's rules (a NaN compares
+/// false, except `!=`).
+fn float_binary(op: BinOp, l: &Value, r: &Value, span: Span) -> Result<Value, ExprError> {
+    let (Some(a), Some(b)) = (l.as_number(), r.as_number()) else {
+        return Err(ExprError::new(
+            ExprErrorKind::Type,
+            span,
+            format!("`{op}` needs numbers"),
+        ));
+    };
+    let truth = |b: bool| Ok(Value::Bool(b));
+    let number = |v: f64| Ok(Value::Float(Real(v)));
+    match op {
+        BinOp::Lt => truth(a < b),
+        BinOp::Le => truth(a <= b),
+        BinOp::Gt => truth(a > b),
+        BinOp::Ge => truth(a >= b),
+        BinOp::Eq => truth(a == b),
+        BinOp::Ne => truth(a != b),
+        BinOp::Add => number(a + b),
+        BinOp::Sub => number(a - b),
+        BinOp::Mul => number(a * b),
+        BinOp::Div => number(a / b),
+        BinOp::Rem | BinOp::And | BinOp::Or => Err(ExprError::new(
+            ExprErrorKind::Type,
+            span,
+            format!("`{op}` needs int operands"),
+        )),
+    }
+}
+
 fn unary(op: UnOp, v: Value, span: Span, operand_span: Span) -> Result<Value, ExprError> {
     match (op, &v) {
+        (UnOp::Neg, Value::Float(x)) => Ok(Value::Float(Real(-x.value()))),
         (UnOp::Neg, Value::Int(i)) => i.checked_neg().map(Value::Int).ok_or_else(|| {
             ExprError::new(
                 ExprErrorKind::Overflow,
@@ -552,6 +627,9 @@ fn binary(
     // Two integers suit every non-logical operator: type the operands only otherwise.
     if !matches!((l, r), (Value::Int(_), Value::Int(_))) {
         binary_type(op, (&l.type_of(), lhs.1), (&r.type_of(), rhs.1.span), span)?;
+    }
+    if matches!(l, Value::Float(_)) || matches!(r, Value::Float(_)) {
+        return float_binary(op, l, r, span);
     }
     if matches!(op, BinOp::Eq | BinOp::Ne) {
         return Ok(Value::Bool((l == r) == (op == BinOp::Eq)));

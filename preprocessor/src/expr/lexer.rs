@@ -16,6 +16,11 @@ pub const MAX_TOKENS: usize = 1024;
 pub enum TokenKind {
     /// A decimal integer literal that fits `i64` (never negative).
     Int(i64),
+    /// A decimal floating-point literal (`0.5`, `1e-5`, `2.5e3`; never negative): its text is
+    /// the literal.
+    Float,
+    /// A string literal in double quotes (an enumeration's value): its text has the quotes.
+    Str,
     /// `[A-Za-z_][A-Za-z0-9_]*`, other than `true` / `false`.
     Ident,
     /// `true`
@@ -89,6 +94,8 @@ impl Token<'_> {
             TokenKind::Error => "an invalid token".to_owned(),
             TokenKind::Ident => format!("identifier `{}`", self.text),
             TokenKind::Int(_) => format!("integer `{}`", self.text),
+            TokenKind::Float => format!("number `{}`", self.text),
+            TokenKind::Str => format!("string {}", self.text),
             _ => format!("`{}`", self.text),
         }
     }
@@ -171,6 +178,7 @@ impl<'a> Lexer<'a> {
         };
         match byte {
             b'0'..=b'9' => self.number(),
+            b'"' => self.string(),
             b'a'..=b'z' | b'A'..=b'Z' | b'_' => Ok(self.ident()),
             _ if byte.is_ascii() => self.punct(byte),
             _ => Err(self.non_ascii()),
@@ -200,16 +208,13 @@ impl<'a> Lexer<'a> {
 
     fn number(&mut self) -> Result<Token<'a>, ExprError> {
         let len = self.run_len(|b| b.is_ascii_digit() || b == b'_');
-        let start = self.pos;
         let after = self.peek_byte(len);
-        if after == Some(b'.') && self.peek_byte(len + 1).is_some_and(|b| b.is_ascii_digit()) {
-            self.pos += len + 1;
-            let frac = self.run_len(|b| b.is_ascii_alphanumeric() || b == b'_');
-            let span = Span::new(start, self.pos + frac);
-            return Err(
-                ExprError::syntax(span, "floating-point literals are not supported")
-                    .with_help("the expression language computes with integers only"),
-            );
+        if let Some(float_len) = self.float_len(len) {
+            let next = self.peek_byte(float_len);
+            if next.is_some_and(|b| b.is_ascii_alphabetic() || b == b'_') {
+                return Err(self.bad_suffix(float_len));
+            }
+            return Ok(self.token(TokenKind::Float, float_len));
         }
         if after.is_some_and(|b| b.is_ascii_alphabetic() || b == b'_') {
             return Err(self.bad_suffix(len));
@@ -226,6 +231,41 @@ impl<'a> Lexer<'a> {
             kind: TokenKind::Int(value),
             ..token
         })
+    }
+
+    /// The length of a floating-point literal whose integer digits are `digits` long: a
+    /// fraction (`.5`) or an exponent (`e-5`), or both; `None` for an integer.
+    fn float_len(&self, digits: usize) -> Option<usize> {
+        let digit_run = |from: usize| {
+            (from..)
+                .take_while(|i| self.peek_byte(*i).is_some_and(|b| b.is_ascii_digit()))
+                .count()
+        };
+        let mut len = digits;
+        if self.peek_byte(len) == Some(b'.') && digit_run(len + 1) > 0 {
+            len += 1 + digit_run(len + 1);
+        }
+        if matches!(self.peek_byte(len), Some(b'e' | b'E')) {
+            let sign = usize::from(matches!(self.peek_byte(len + 1), Some(b'+' | b'-')));
+            let exponent = digit_run(len + 1 + sign);
+            if exponent > 0 {
+                len += 1 + sign + exponent;
+            }
+        }
+        (len > digits).then_some(len)
+    }
+
+    /// A string literal: `"` up to the next `"` on the same line (no escapes).
+    fn string(&mut self) -> Result<Token<'a>, ExprError> {
+        let body = (1..)
+            .take_while(|i| self.peek_byte(*i).is_some_and(|b| b != b'"' && b != b'\n'))
+            .count();
+        if self.peek_byte(body + 1) != Some(b'"') {
+            let span = Span::new(self.pos, self.pos + body + 1);
+            return Err(ExprError::syntax(span, "unterminated string")
+                .with_help("close it with `\"`: an enumeration's value, e.g. `mode == \"valid\"`"));
+        }
+        Ok(self.token(TokenKind::Str, body + 2))
     }
 
     fn bad_suffix(&self, digits: usize) -> ExprError {
@@ -423,6 +463,16 @@ mod tests {
     #[test]
     fn integers() {
         assert_eq!(
+            kinds("0.5 1e-5 2.5E3 \"valid\""),
+            vec![
+                TokenKind::Float,
+                TokenKind::Float,
+                TokenKind::Float,
+                TokenKind::Str,
+                TokenKind::Eof
+            ]
+        );
+        assert_eq!(
             kinds("0 42 1_000_000"),
             [
                 TokenKind::Int(0),
@@ -452,9 +502,12 @@ mod tests {
             e.help.as_deref(),
             Some("only decimal integer literals are supported")
         );
-        let e = err("1.5 * a");
-        assert_eq!((e.span.start, e.span.end), (0, 3));
-        assert!(e.message.contains("floating-point"));
+        let e = err("1.5e * a");
+        assert_eq!((e.span.start, e.span.end), (0, 4));
+        assert!(e.message.contains("invalid number"), "{}", e.message);
+        let e = err("mode == \"valid");
+        assert_eq!((e.span.start, e.span.end), (8, 14));
+        assert!(e.message.contains("unterminated"), "{}", e.message);
     }
 
     #[test]
@@ -467,7 +520,6 @@ mod tests {
             ("a <> b", 2, 4, "`!=`"),
             ("a => b", 2, 4, "`>=`"),
             ("a =< b", 2, 4, "`<=`"),
-            ("\"x\"", 0, 1, "string"),
             ("a # b", 2, 3, "comments"),
             ("a $ b", 2, 3, "integers"),
             ("a\u{1}", 1, 2, "control"),

@@ -105,7 +105,7 @@ pub use lexer::MAX_TOKENS;
 pub use parser::{MAX_DEPTH, MAX_HEIGHT, MAX_SOURCE_LEN, parse};
 pub use slots::Slots;
 pub use span::Span;
-pub use value::{Type, Value};
+pub use value::{Real, Type, Value};
 
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -171,6 +171,8 @@ impl<'a> Parser<'a> {
         let token = self.peek();
         let kind = match token.kind {
             TokenKind::Int(v) => ExprKind::Int(v),
+            TokenKind::Float => ExprKind::Float(parse_float(token)?.to_bits()),
+            TokenKind::Str => ExprKind::Text(token.text.trim_matches('"').to_owned()),
             TokenKind::True => ExprKind::Bool(true),
             TokenKind::False => ExprKind::Bool(false),
             TokenKind::Ident => return self.name(token),
@@ -447,10 +449,24 @@ fn chained_comparison(prev: BinOp, op: BinOp, span: Span) -> ExprError {
     ))
 }
 
+/// A floating-point literal's value (finite: an overflowing one is an error).
+fn parse_float(token: Token<'_>) -> Result<f64, ExprError> {
+    match token.text.replace('_', "").parse::<f64>() {
+        Ok(value) if value.is_finite() => Ok(value),
+        _ => Err(ExprError::syntax(
+            token.span,
+            format!("number `{}` is not a finite f64", token.text),
+        )
+        .with_help("write `inf` for infinity")),
+    }
+}
+
 fn starts_expression(kind: TokenKind) -> bool {
     matches!(
         kind,
         TokenKind::Int(_)
+            | TokenKind::Float
+            | TokenKind::Str
             | TokenKind::Ident
             | TokenKind::True
             | TokenKind::False

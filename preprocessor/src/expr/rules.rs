@@ -10,7 +10,9 @@ use super::parser::MAX_HEIGHT;
 use super::span::Span;
 use super::value::Type;
 
-/// The built-in functions: `divisible(a, b)`, `min(a, b, ...)`, `max(a, b, ...)`.
+/// The built-in functions: `divisible(a, b)`, `min(a, b, ...)`, `max(a, b, ...)`, and for
+/// parameters `len(list)`, `distinct(list)`, `within(list, lo, hi)`, `permutation(list, n)`,
+/// `isnan(x)`, `isfinite(x)`, `contains(list, v)`, and `select(cond, a, b)` on integers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Builtin {
     /// `divisible(a, b)`: `b != 0 && a % b == 0` (false, not an error, when `b == 0`).
@@ -19,18 +21,54 @@ pub(crate) enum Builtin {
     Min,
     /// `max(a, b, ...)`: the largest of two or more integers.
     Max,
+    /// `len(list)`: a list's (or tuple's) length.
+    Len,
+    /// `distinct(list)`: no element twice.
+    Distinct,
+    /// `within(list, lo, hi)`: every element `lo <= v < hi`.
+    Within,
+    /// `permutation(list, n)`: the list holds each of `0..n` once.
+    Permutation,
+    /// `isnan(x)`: a float is NaN.
+    IsNan,
+    /// `isfinite(x)`: a float is neither NaN nor infinite (an integer always is).
+    IsFinite,
+    /// `select(cond, a, b)`: `a` when `cond` holds, else `b` (integers).
+    Select,
+    /// `contains(list, v)`: `v` is an element of the list.
+    Contains,
 }
 
 impl Builtin {
-    pub(crate) const NAMES: [&'static str; 3] = ["divisible", "max", "min"];
+    pub(crate) const NAMES: [&'static str; 11] = [
+        "contains",
+        "distinct",
+        "divisible",
+        "isfinite",
+        "isnan",
+        "len",
+        "max",
+        "min",
+        "permutation",
+        "select",
+        "within",
+    ];
 
     pub(crate) fn lookup(name: &str) -> Option<Builtin> {
-        match name {
-            "divisible" => Some(Builtin::Divisible),
-            "min" => Some(Builtin::Min),
-            "max" => Some(Builtin::Max),
-            _ => None,
-        }
+        Some(match name {
+            "divisible" => Builtin::Divisible,
+            "min" => Builtin::Min,
+            "max" => Builtin::Max,
+            "len" => Builtin::Len,
+            "distinct" => Builtin::Distinct,
+            "within" => Builtin::Within,
+            "permutation" => Builtin::Permutation,
+            "isnan" => Builtin::IsNan,
+            "isfinite" => Builtin::IsFinite,
+            "select" => Builtin::Select,
+            "contains" => Builtin::Contains,
+            _ => return None,
+        })
     }
 
     fn name(self) -> &'static str {
@@ -38,25 +76,53 @@ impl Builtin {
             Builtin::Divisible => "divisible",
             Builtin::Min => "min",
             Builtin::Max => "max",
+            Builtin::Len => "len",
+            Builtin::Distinct => "distinct",
+            Builtin::Within => "within",
+            Builtin::Permutation => "permutation",
+            Builtin::IsNan => "isnan",
+            Builtin::IsFinite => "isfinite",
+            Builtin::Select => "select",
+            Builtin::Contains => "contains",
         }
     }
 
-    /// Checks argument count and types (`int` each); the result type.
-    pub(crate) fn check(self, args: &[(Type, Span)], span: Span) -> Result<Type, ExprError> {
-        let (ok, expected, returns) = match self {
-            Builtin::Divisible => (args.len() == 2, "2", Type::Bool),
-            Builtin::Min | Builtin::Max => (args.len() >= 2, "at least 2", Type::Int),
-        };
-        if !ok {
-            return Err(arity(self.name(), expected, args.len(), span));
+    /// The argument types (`None`: two or more integers) and the result type.
+    fn signature(self) -> (Option<Vec<Type>>, Type) {
+        let list = || Type::List(Box::new(Type::Int));
+        match self {
+            Builtin::Divisible => (Some(vec![Type::Int, Type::Int]), Type::Bool),
+            Builtin::Min | Builtin::Max => (None, Type::Int),
+            Builtin::Len => (Some(vec![list()]), Type::Int),
+            Builtin::Distinct => (Some(vec![list()]), Type::Bool),
+            Builtin::Within => (Some(vec![list(), Type::Int, Type::Int]), Type::Bool),
+            Builtin::Permutation => (Some(vec![list(), Type::Int]), Type::Bool),
+            Builtin::IsNan | Builtin::IsFinite => (Some(vec![Type::Float]), Type::Bool),
+            Builtin::Select => (Some(vec![Type::Bool, Type::Int, Type::Int]), Type::Int),
+            Builtin::Contains => (Some(vec![list(), Type::Int]), Type::Bool),
         }
-        for (i, (t, arg_span)) in args.iter().enumerate() {
-            if !t.compatible(&Type::Int) {
+    }
+
+    /// Checks argument count and types; the result type.
+    pub(crate) fn check(self, args: &[(Type, Span)], span: Span) -> Result<Type, ExprError> {
+        let (params, returns) = self.signature();
+        let wanted: Vec<Type> = match params {
+            Some(params) if params.len() == args.len() => params,
+            Some(params) => {
+                let count = params.len().to_string();
+                return Err(arity(self.name(), &count, args.len(), span));
+            }
+            None if args.len() >= 2 => vec![Type::Int; args.len()],
+            None => return Err(arity(self.name(), "at least 2", args.len(), span)),
+        };
+        for (i, ((t, arg_span), want)) in args.iter().zip(&wanted).enumerate() {
+            let fits = t.compatible(want) || (*want == Type::Float && t.is_numeric());
+            if !fits {
                 return Err(ExprError::new(
                     ExprErrorKind::Type,
                     *arg_span,
                     format!(
-                        "argument {} of `{}` must be int, found {t}",
+                        "argument {} of `{}` must be {want}, found {t}",
                         i + 1,
                         self.name()
                     ),
@@ -83,8 +149,9 @@ pub(crate) fn binary_type(
             format!("cannot {} {lt} and {rt}", op.verb()),
         )
     };
+    let numbers = lt.is_numeric() && rt.is_numeric();
     if matches!(op, BinOp::Eq | BinOp::Ne) {
-        if !lt.compatible(rt) {
+        if !lt.compatible(rt) && !numbers {
             return Err(
                 mismatch(whole).with_help("both sides of `==` / `!=` must have the same type")
             );
@@ -95,6 +162,9 @@ pub(crate) fn binary_type(
             );
         }
         return Ok(Type::Bool);
+    }
+    if !op.is_logical() && (*lt == Type::Float || *rt == Type::Float) {
+        return float_binary_type(op, lhs, rhs, mismatch);
     }
     let (want, result) = if op.is_logical() {
         (Type::Bool, Type::Bool)
@@ -113,6 +183,28 @@ pub(crate) fn binary_type(
     Ok(result)
 }
 
+/// A comparison or arithmetic with a float operand: both numbers; `%` is integers only.
+fn float_binary_type(
+    op: BinOp,
+    lhs: (&Type, Span),
+    rhs: (&Type, Span),
+    mismatch: impl Fn(Span) -> ExprError,
+) -> Result<Type, ExprError> {
+    if op == BinOp::Rem {
+        return Err(mismatch(lhs.1).with_help("`%` needs int operands"));
+    }
+    for (t, span) in [lhs, rhs] {
+        if !t.is_numeric() {
+            return Err(mismatch(span).with_help(format!("`{op}` needs numbers; this one is {t}")));
+        }
+    }
+    Ok(if op.is_comparison() {
+        Type::Bool
+    } else {
+        Type::Float
+    })
+}
+
 /// The result type of a prefix operator on `t`, or the error at the operand.
 pub(crate) fn unary_type(op: UnOp, t: &Type, span: Span) -> Result<Type, ExprError> {
     let (want, message, help) = match op {
@@ -123,6 +215,9 @@ pub(crate) fn unary_type(op: UnOp, t: &Type, span: Span) -> Result<Type, ExprErr
             Some("to test an int, compare it: `n == 0`"),
         ),
     };
+    if op == UnOp::Neg && *t == Type::Float {
+        return Ok(Type::Float);
+    }
     if t.compatible(&want) {
         return Ok(want);
     }

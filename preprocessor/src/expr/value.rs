@@ -1,17 +1,48 @@
 //! Runtime values and static types of the expression language.
 //!
-//! A [`Value`] is an `i64`, a bool, a tuple, or a record with named fields. Operands are
+//! A [`Value`] is an `i64`, an `f64` ([`Real`]), a bool, a string (an enumeration's value), a
+//! tuple (a list parameter is one of any length), or a record with named fields. Operands are
 //! records `{ dim: (d0, d1, ...), rank: n }` built by [`Value::operand`]; op-param tuples such
 //! as `stride` are plain tuples. [`Type`] mirrors [`Value`] for the static checker, plus
 //! [`Type::Any`] for values the caller cannot describe (checked only at evaluation).
 
 use std::fmt;
 
+/// A float that is equal to another when its bits are (so values can be keys); the
+/// language's comparisons use IEEE 754's rules instead ([`Real::value`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Real(pub f64);
+
+impl Real {
+    /// The number.
+    pub fn value(self) -> f64 {
+        self.0
+    }
+}
+
+impl PartialEq for Real {
+    fn eq(&self, other: &Real) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Real {}
+
+impl std::hash::Hash for Real {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
 /// A value an expression computes or a caller binds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Value {
     /// A 64-bit signed integer.
     Int(i64),
+    /// A 64-bit float (an `f32` or `f64` parameter).
+    Float(Real),
+    /// A string (an enumeration parameter's value).
+    Text(String),
     /// A boolean.
     Bool(bool),
     /// A fixed-length tuple.
@@ -25,6 +56,12 @@ pub enum Value {
 pub enum Type {
     /// `i64`
     Int,
+    /// `f64`
+    Float,
+    /// `str` (an enumeration's value)
+    Text,
+    /// A list of any length, each element of this type (a `Vec<usize>` parameter).
+    List(Box<Type>),
     /// `bool`
     Bool,
     /// A tuple of exactly these element types.
@@ -40,6 +77,15 @@ impl Value {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Value::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The number, if this is an integer or a float (an integer as `f64`).
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            Value::Int(v) => Some(*v as f64),
+            Value::Float(v) => Some(v.value()),
             _ => None,
         }
     }
@@ -90,6 +136,8 @@ impl Value {
     pub fn type_of(&self) -> Type {
         match self {
             Value::Int(_) => Type::Int,
+            Value::Float(_) => Type::Float,
+            Value::Text(_) => Type::Text,
             Value::Bool(_) => Type::Bool,
             Value::Tuple(items) => Type::Tuple(items.iter().map(Value::type_of).collect()),
             Value::Record(fields) => Type::Record(
@@ -106,6 +154,8 @@ impl Value {
     pub fn kind_name(&self) -> &'static str {
         match self {
             Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Text(_) => "str",
             Value::Bool(_) => "bool",
             Value::Tuple(_) => "tuple",
             Value::Record(_) => "record",
@@ -139,7 +189,12 @@ impl Type {
     #[cfg(any(test, feature = "internals"))] // the tests and fuzzers use it
     pub fn admits(&self, value: &Value) -> bool {
         match (self, value) {
-            (Type::Any, _) | (Type::Int, Value::Int(_)) | (Type::Bool, Value::Bool(_)) => true,
+            (Type::Any, _)
+            | (Type::Int, Value::Int(_))
+            | (Type::Float, Value::Float(_))
+            | (Type::Text, Value::Text(_))
+            | (Type::Bool, Value::Bool(_)) => true,
+            (Type::List(item), Value::Tuple(items)) => items.iter().all(|v| item.admits(v)),
             (Type::Tuple(types), Value::Tuple(items)) => {
                 types.len() == items.len() && types.iter().zip(items).all(|(t, v)| t.admits(v))
             }
@@ -155,6 +210,10 @@ impl Type {
     pub fn compatible(&self, other: &Type) -> bool {
         match (self, other) {
             (Type::Any, _) | (_, Type::Any) => true,
+            (Type::List(a), Type::List(b)) => a.compatible(b),
+            (Type::List(item), Type::Tuple(items)) | (Type::Tuple(items), Type::List(item)) => {
+                items.iter().all(|t| t.compatible(item))
+            }
             (Type::Tuple(a), Type::Tuple(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.compatible(y))
             }
@@ -168,11 +227,17 @@ impl Type {
         }
     }
 
+    /// Whether this is `int`, `float` or [`Type::Any`]: a number comparisons take.
+    pub fn is_numeric(&self) -> bool {
+        matches!(self, Type::Int | Type::Float | Type::Any)
+    }
+
     /// Whether `==` can compare values of this type (not records).
     pub fn is_equatable(&self) -> bool {
         match self {
-            Type::Int | Type::Bool | Type::Any => true,
+            Type::Int | Type::Float | Type::Text | Type::Bool | Type::Any => true,
             Type::Tuple(items) => items.iter().all(Type::is_equatable),
+            Type::List(item) => item.is_equatable(),
             Type::Record(_) => false,
         }
     }
@@ -182,6 +247,8 @@ impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{:?}", v.value()),
+            Value::Text(text) => write!(f, "\"{text}\""),
             Value::Bool(b) => write!(f, "{b}"),
             Value::Tuple(items) => write_tuple(f, items),
             Value::Record(fields) => write_record(f, fields),
@@ -193,6 +260,9 @@ impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Type::Int => f.write_str("int"),
+            Type::Float => f.write_str("float"),
+            Type::Text => f.write_str("str"),
+            Type::List(item) => write!(f, "[{item}]"),
             Type::Bool => f.write_str("bool"),
             Type::Any => f.write_str("any"),
             Type::Tuple(items) => write_tuple(f, items),

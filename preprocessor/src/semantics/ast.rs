@@ -103,6 +103,8 @@ pub struct Expr {
 pub enum ExprKind {
     Int(i64),
     Float(f64),
+    /// `"name"`: an enumeration parameter's value.
+    Text(String),
     /// A name: a tensor, a parameter, a loop variable, a local, `true`, `false`, `inf`, `nan`.
     Name(String),
     /// `base.field`: `x.dim`, `x.rank`.

@@ -68,9 +68,29 @@ pub struct Tensor {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Param {
     pub name: String,
-    /// `None` for a scalar, `Some(n)` for a tuple of `n`.
-    pub width: Option<usize>,
+    pub form: ParamForm,
 }
+
+/// What a parameter holds, as the pseudo-code uses it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamForm {
+    /// An integer (`usize`, `i64`): an index expression.
+    Int,
+    /// A tuple of this many integers (`(usize, usize)`, `[usize; 4]`), indexed `stride[0]`.
+    Tuple(usize),
+    /// A list of integers (`Vec<usize>`, `Vec<i64>`) of the sample's length, at most
+    /// [`MAX_LIST`]; indexed by any integer expression (`perm[k]`), inside its length.
+    List,
+    /// A float (`f32`, `f64`): a value, like a literal.
+    Float,
+    /// A boolean: a condition.
+    Bool,
+    /// An enumeration with these values: compared with one (`mode == "valid"`).
+    Enum(Vec<String>),
+}
+
+/// The longest list parameter the pseudo-code indexes.
+pub const MAX_LIST: usize = 8;
 
 /// An index (integer) expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +116,12 @@ pub enum IntKind {
     Bin(IntOp, Box<Int>, Box<Int>),
     Min(Vec<Int>),
     Max(Vec<Int>),
+    /// `options[index]`: an axis chosen at run time (`x.dim[axis]`, `i[perm[k]]`, `perm[k]`);
+    /// an index outside the options is an error.
+    Pick {
+        index: Box<Int>,
+        options: Vec<Int>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +162,8 @@ pub struct Val {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ValKind {
     Const(f64),
+    /// A float parameter's value (like a literal, it takes the dtype of what it meets).
+    Param(usize),
     /// An index used as a number (exact in `f64`, rounded to `prec`).
     FromInt(Int, DType),
     Slot(usize),
@@ -305,11 +333,13 @@ pub struct Program {
     pub(crate) lowered: Lowered,
 }
 
-/// A parameter's value on a sample.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parameter's value on a sample (a boolean is 0 or 1, an enumeration's value its
+/// position among the values).
+#[derive(Debug, Clone, PartialEq)]
 pub enum ParamValue {
     Int(i64),
     Tuple(Vec<i64>),
+    Float(f64),
 }
 
 /// `Σ coeffs[i]·vᵢ + offset` over the nest's variables (outermost first).

@@ -15,6 +15,8 @@ pub const MAX_TOKENS: usize = 8192;
 pub enum Tok {
     Int(i64),
     Float(f64),
+    /// `"name"`: an enumeration parameter's value (its text is between the quotes).
+    Str,
     Ident,
     LParen,
     RParen,
@@ -119,6 +121,7 @@ impl Lexer<'_> {
                     self.at += 1;
                 }
                 b'0'..=b'9' => self.number()?,
+                b'"' => self.string()?,
                 b'a'..=b'z' | b'A'..=b'Z' | b'_' => self.ident()?,
                 _ => self.punct()?,
             }
@@ -219,6 +222,25 @@ impl Lexer<'_> {
 
     /// An integer (`12`, `1_000`) or a float (`0.5`, `1e-5`, `2.5e3`); `0..n` is an integer
     /// followed by `..`.
+    /// `"…"` on one line, no escapes.
+    fn string(&mut self) -> Result<(), SemanticsError> {
+        let start = self.at;
+        let body = self.bytes[start + 1..]
+            .iter()
+            .take_while(|b| **b != b'"' && **b != b'\n')
+            .count();
+        let end = start + 1 + body;
+        if self.bytes.get(end) != Some(&b'"') {
+            return Err(SemanticsError::syntax(
+                Span::new(start, end),
+                "this string is not closed",
+                "an enumeration's value is written in double quotes: `mode == \"valid\"`",
+            ));
+        }
+        self.at = end + 1;
+        self.push(Tok::Str, start, self.at)
+    }
+
     fn number(&mut self) -> Result<(), SemanticsError> {
         let start = self.at;
         let digits = |lexer: &mut Self| {

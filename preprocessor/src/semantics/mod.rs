@@ -57,7 +57,7 @@ pub mod standard;
 pub use check::{SigTensor, Signature, check};
 pub use error::{SemanticsError, SemanticsErrorKind};
 pub use exact::{Approx, Exact, Kinds};
-pub use ir::ParamValue;
+pub use ir::{ParamForm, ParamValue};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the tests' and fuzzers' API
 pub use machine::{Arith, Counts, Inputs, Outcome, Step};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the tests' and fuzzers' API

@@ -53,8 +53,11 @@ pub(super) fn tensor(name: &str, rank: usize, optional: bool) -> SigTensor {
 
 pub(super) fn param(name: &str, width: Option<usize>) -> ir::Param {
     ir::Param {
+        form: match width {
+            Some(width) => ir::ParamForm::Tuple(width),
+            None => ir::ParamForm::Int,
+        },
         name: name.to_owned(),
-        width,
     }
 }
 

@@ -5,7 +5,7 @@
 //! Interval arithmetic here is conservative: an expression it cannot bound is never used as
 //! proof.
 
-use super::sample::{DIMS, PARAMS};
+use super::sample::{DIMS, PARAMS, SIGNED};
 
 use super::constraints::Domain;
 use crate::contract::resolved::ShapeRule;
@@ -95,6 +95,14 @@ fn variables(domain: &Domain<'_>, dtype: DType) -> Vec<(String, Var)> {
             ParamKind::Usize => Var::Int(lo, hi),
             ParamKind::UsizePair => Var::Tuple(2, lo, hi),
             ParamKind::UsizeArray4 => Var::Tuple(4, lo, hi),
+            ParamKind::I64 => Var::Int(-SIGNED, SIGNED),
+            // Not bounded here: constraints on them are decided by drawing.
+            ParamKind::F32
+            | ParamKind::F64
+            | ParamKind::Bool
+            | ParamKind::Enum
+            | ParamKind::UsizeList
+            | ParamKind::I64List => continue,
         };
         vars.push((name.to_owned(), var));
     }
@@ -122,6 +130,7 @@ fn bound(e: &Expr, vars: &[(String, Var)], depth: usize) -> Bound {
     let sub = |e: &Expr| bound(e, vars, depth + 1);
     match &e.kind {
         ExprKind::Int(v) => Bound::Int(*v, *v),
+        ExprKind::Float(_) | ExprKind::Text(_) => Bound::Unknown,
         ExprKind::Bool(b) => Bound::Bool(Some(*b)),
         ExprKind::Name(name) => match var(vars, name) {
             Some(Var::Int(lo, hi)) => Bound::Int(*lo, *hi),

@@ -5,10 +5,10 @@
 //! (`FieldInfo::shape_of`), never guessed from their names.
 
 use super::geometry;
-use super::sample::{DIMS, MAX_VALUE, Param, Rng, Sample, small};
+use super::sample::{DIMS, MAX_VALUE, Param, Rng, SIGNED, Sample, small};
 use crate::contract::raw::RawContract;
 use crate::contract::resolved::{Contract, ShapeRule};
-use crate::expr::{self, Bindings, Value};
+use crate::expr::{self, Bindings, Real, Value};
 use fkc_provider::{DType, FieldInfo, ParamKind};
 
 /// What the contract says about a sample.
@@ -42,6 +42,8 @@ struct Layout<'a> {
     inputs: Vec<Option<usize>>,
     /// Each drawn op-param field: (name, kind, slot), in contract order.
     drawn: Vec<(&'a str, ParamKind, Option<usize>)>,
+    /// Each drawn field's enumeration values (empty for other kinds), in the same order.
+    choices: Vec<Vec<&'a str>>,
     /// Each field that carries an operand's shape: (field name, slot, operand name).
     shaped: Vec<(&'a str, Option<usize>, &'a str)>,
     /// Each predicate's slot, as the contract lists them.
@@ -73,6 +75,11 @@ impl<'a> Layout<'a> {
                     let name = field.name.value.as_str();
                     Some((name, ParamKind::parse(&field.kind.value)?, slots.slot(name)))
                 })
+                .collect(),
+            choices: fields()
+                .filter(|field| shape_of(&field.name.value).is_none())
+                .filter(|field| ParamKind::parse(&field.kind.value).is_some())
+                .map(|field| field.values.iter().map(|v| v.value.as_str()).collect())
                 .collect(),
             shaped: fields()
                 .filter_map(|field| {
@@ -143,17 +150,19 @@ impl Domain<'_> {
                 )
             })
             .collect();
+        let ranks: Vec<i64> = self
+            .raw
+            .inputs
+            .iter()
+            .filter_map(|input| i64::try_from(input.rank.as_ref()?.value).ok())
+            .collect();
         let params = self
             .layout
             .drawn
             .iter()
-            .map(|&(name, kind, _)| {
-                let param = match kind {
-                    ParamKind::Usize => Param::Int(small(rng)),
-                    ParamKind::UsizePair => Param::Ints(vec![small(rng), small(rng)]),
-                    ParamKind::UsizeArray4 => Param::Ints((0..4).map(|_| small(rng)).collect()),
-                };
-                (name.to_owned(), param)
+            .zip(&self.layout.choices)
+            .map(|(&(name, kind, _), choices)| {
+                (name.to_owned(), draw_param(rng, kind, choices, &ranks))
             })
             .collect();
         Sample { inputs, params }
@@ -406,4 +415,85 @@ fn disjuncts(e: &expr::Expr) -> Vec<&expr::Expr> {
         }
         _ => vec![e],
     }
+}
+
+/// One value of a parameter of `kind`: small integers (signed ones from −[`SIGNED`], so axes
+/// count from the end too), floats with their edges (zeros of both signs, NaN, ±Inf, tiny and
+/// large ones) where a constraint admits them, either boolean, any of an enumeration's `choices`,
+/// and lists of any length up to the inputs' ranks, empty included — half of them a
+/// permutation, or distinct axes, of one input's rank.
+fn draw_param(rng: &mut Rng, kind: ParamKind, choices: &[&str], ranks: &[i64]) -> Param {
+    match kind {
+        ParamKind::Usize => Param::Int(small(rng)),
+        ParamKind::UsizePair => Param::Ints(vec![small(rng), small(rng)]),
+        ParamKind::UsizeArray4 => Param::Ints((0..4).map(|_| small(rng)).collect()),
+        ParamKind::I64 => Param::Int(rng.range(-SIGNED, SIGNED)),
+        ParamKind::F64 => Param::Float(Real(draw_float(rng))),
+        ParamKind::F32 => Param::Float(Real(f64::from(draw_float(rng) as f32))),
+        ParamKind::Bool => Param::Bool(rng.range(0, 1) == 1),
+        ParamKind::Enum => {
+            let pick = usize::try_from(rng.range(0, choices.len() as i64 - 1)).unwrap_or(0);
+            Param::Text(
+                choices
+                    .get(pick)
+                    .map_or_else(String::new, |c| (*c).to_owned()),
+            )
+        }
+        ParamKind::UsizeList => Param::Ints(draw_list(rng, ranks, false)),
+        ParamKind::I64List => Param::Ints(draw_list(rng, ranks, true)),
+    }
+}
+
+/// A float: an edge value half the time, otherwise ±(0.001 to 1000) spread over the decades.
+fn draw_float(rng: &mut Rng) -> f64 {
+    const EDGES: [f64; 10] = [
+        0.0,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e-12,
+        1e-5,
+        1.0,
+        -1.0,
+        1e30,
+    ];
+    if rng.range(0, 1) == 0 {
+        let pick = usize::try_from(rng.range(0, EDGES.len() as i64 - 1)).unwrap_or(0);
+        return EDGES.get(pick).copied().unwrap_or(0.0);
+    }
+    let magnitude = 10f64.powf(rng.unit() * 3.0);
+    if rng.range(0, 3) == 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// A list: half the time the axes of one input's rank (a permutation of them, or, `signed`,
+/// a random subset of them, each possibly counted from the end); otherwise any length up to the
+/// largest rank with small values.
+fn draw_list(rng: &mut Rng, ranks: &[i64], signed: bool) -> Vec<i64> {
+    let top = ranks.iter().copied().max().unwrap_or(1).max(1);
+    if rng.range(0, 1) == 0 {
+        let pick = usize::try_from(rng.range(0, ranks.len() as i64 - 1)).unwrap_or(0);
+        let rank = ranks.get(pick).copied().unwrap_or(top);
+        let mut axes: Vec<i64> = (0..rank).collect();
+        for i in (1..axes.len()).rev() {
+            let j = usize::try_from(rng.range(0, i as i64)).unwrap_or(0);
+            axes.swap(i, j);
+        }
+        if signed {
+            axes.truncate(usize::try_from(rng.range(0, rank)).unwrap_or(0));
+            for axis in &mut axes {
+                if rng.range(0, 1) == 1 {
+                    *axis -= rank;
+                }
+            }
+        }
+        return axes;
+    }
+    let len = rng.range(0, top);
+    let low = if signed { -SIGNED } else { 0 };
+    (0..len).map(|_| rng.range(low, top)).collect()
 }

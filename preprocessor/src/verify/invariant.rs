@@ -40,6 +40,8 @@ impl Gate<'_> {
                 Param::Int(_) => Param::Int(1),
                 Param::Ints(values) if values.iter().all(|v| *v == 1) => continue,
                 Param::Ints(values) => Param::Ints(vec![1; values.len()]),
+                // A thread count is an integer: other kinds have no one-unit reference.
+                Param::Float(_) | Param::Bool(_) | Param::Text(_) => continue,
             };
             let mut reference = sample.clone();
             if let Some((_, slot)) = reference.params.iter_mut().find(|(n, _)| *n == name) {

@@ -384,10 +384,7 @@ fn plain(sample: &Sample) -> Sample {
 
 /// Sets every value of `param` to `value`.
 fn set_all(param: &mut super::sample::Param, value: i64) {
-    match param {
-        super::sample::Param::Int(v) => *v = value,
-        super::sample::Param::Ints(values) => values.iter_mut().for_each(|v| *v = value),
-    }
+    param.ints_mut().iter_mut().for_each(|v| *v = value);
 }
 
 /// Every parameter value of `sample` (each element of a tuple), in order.
@@ -395,10 +392,7 @@ fn param_values(sample: &mut Sample) -> Vec<&mut i64> {
     sample
         .params
         .iter_mut()
-        .flat_map(|(_, param)| match param {
-            super::sample::Param::Int(v) => std::slice::from_mut(v),
-            super::sample::Param::Ints(values) => values.as_mut_slice(),
-        })
+        .flat_map(|(_, param)| param.ints_mut())
         .collect()
 }
 

@@ -233,8 +233,8 @@ impl Gate<'_> {
             s.params
                 .iter()
                 .map(|(_, p)| match p {
-                    super::sample::Param::Int(_) => None,
                     super::sample::Param::Ints(vs) => Some(vs.len()),
+                    _ => None,
                 })
                 .collect::<Vec<_>>()
         };

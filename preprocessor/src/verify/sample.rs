@@ -4,7 +4,7 @@
 //! admitted (every constraint true, every output dimension defined and ≥ 1) or breaking exactly
 //! one constraint.
 
-use crate::expr::Value;
+use crate::expr::{Real, Value};
 use fkc_provider::{ParamKind, ParamValue};
 
 /// A small, seeded xorshift generator (deterministic across platforms).
@@ -37,11 +37,15 @@ impl Rng {
     }
 }
 
-/// One op-param value.
+/// One op-param value: an integer (`usize`, `i64`), integers (a pair, a 4-array, a list), a
+/// float (`f32` — already rounded to it — or `f64`), a boolean, or an enumeration's value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Param {
     Int(i64),
     Ints(Vec<i64>),
+    Float(Real),
+    Bool(bool),
+    Text(String),
 }
 
 impl Param {
@@ -49,6 +53,47 @@ impl Param {
         match self {
             Param::Int(v) => Value::Int(*v),
             Param::Ints(vs) => Value::ints(vs),
+            Param::Float(v) => Value::Float(*v),
+            Param::Bool(b) => Value::Bool(*b),
+            Param::Text(text) => Value::Text(text.clone()),
+        }
+    }
+
+    /// The integers a move may change (none for a float, a boolean or an enumeration).
+    pub fn ints(&self) -> &[i64] {
+        match self {
+            Param::Int(v) => std::slice::from_ref(v),
+            Param::Ints(values) => values,
+            Param::Float(_) | Param::Bool(_) | Param::Text(_) => &[],
+        }
+    }
+
+    pub fn ints_mut(&mut self) -> &mut [i64] {
+        match self {
+            Param::Int(v) => std::slice::from_mut(v),
+            Param::Ints(values) => values,
+            Param::Float(_) | Param::Bool(_) | Param::Text(_) => &mut [],
+        }
+    }
+
+    /// The value as [`Sample::describe`] writes it (and [`Sample::parse`] reads it).
+    fn written(&self) -> String {
+        let list = |vs: &[i64]| {
+            vs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            Param::Int(v) => v.to_string(),
+            Param::Ints(vs) => format!("({})", list(vs)),
+            Param::Float(v) if v.value().is_nan() => "nan".to_owned(),
+            Param::Float(v) if v.value().is_infinite() => {
+                if v.value() > 0.0 { "inf" } else { "-inf" }.to_owned()
+            }
+            Param::Float(v) => format!("{:?}", v.value()),
+            Param::Bool(b) => b.to_string(),
+            Param::Text(text) => format!("\"{text}\""),
         }
     }
 
@@ -70,6 +115,15 @@ impl Param {
                 ])),
                 _ => None,
             },
+            (Param::Int(v), ParamKind::I64) => Some(ParamValue::I64(*v)),
+            (Param::Float(v), ParamKind::F32) => Some(ParamValue::F32(v.value() as f32)),
+            (Param::Float(v), ParamKind::F64) => Some(ParamValue::F64(v.value())),
+            (Param::Bool(b), ParamKind::Bool) => Some(ParamValue::Bool(*b)),
+            (Param::Text(text), ParamKind::Enum) => Some(ParamValue::Enum(text.clone())),
+            (Param::Ints(vs), ParamKind::UsizeList) => Some(ParamValue::UsizeList(
+                vs.iter().map(|v| unsigned(*v)).collect::<Option<_>>()?,
+            )),
+            (Param::Ints(vs), ParamKind::I64List) => Some(ParamValue::I64List(vs.clone())),
             _ => None,
         }
     }
@@ -86,6 +140,8 @@ pub struct Sample {
 
 /// The values a drawn dimension takes.
 pub const DIMS: std::ops::RangeInclusive<i64> = 1..=6;
+/// A drawn signed (`i64`) op-param is in `-SIGNED..=SIGNED`.
+pub const SIGNED: i64 = 5;
 /// The values a drawn op-param takes ([`small`]).
 pub const PARAMS: std::ops::RangeInclusive<i64> = 0..=4;
 /// The values a moved variable takes (the box the gate samples from, plus 0).
@@ -115,17 +171,11 @@ impl Sample {
             .iter()
             .enumerate()
             .flat_map(move |(p, (_, param))| {
-                let width = match param {
-                    Param::Int(_) => 1,
-                    Param::Ints(values) => values.len(),
-                };
+                let width = param.ints().len();
                 (0..width).flat_map(move |element| {
                     MOVES.filter_map(move |value| {
                         let mut moved = self.clone();
-                        let slot = match &mut moved.params.get_mut(p)?.1 {
-                            Param::Int(v) => v,
-                            Param::Ints(values) => values.get_mut(element)?,
-                        };
+                        let slot = moved.params.get_mut(p)?.1.ints_mut().get_mut(element)?;
                         (*slot != value).then(|| *slot = value)?;
                         Some(moved)
                     })
@@ -148,10 +198,7 @@ impl Sample {
         let params: Vec<&mut i64> = moved
             .params
             .iter_mut()
-            .flat_map(|(_, param)| match param {
-                Param::Int(v) => std::slice::from_mut(v),
-                Param::Ints(values) => values.as_mut_slice(),
-            })
+            .flat_map(|(_, param)| param.ints_mut())
             .collect();
         let total = dim_count + params.len();
         let pick = usize::try_from(rng.range(0, total as i64 - 1)).unwrap_or(0);
@@ -180,10 +227,7 @@ impl Sample {
         let params = self
             .params
             .iter()
-            .flat_map(|(_, param)| match param {
-                Param::Int(v) => std::slice::from_ref(v),
-                Param::Ints(values) => values.as_slice(),
-            })
+            .flat_map(|(_, param)| param.ints())
             .map(|v| (*v, 0));
         dims.chain(params).collect()
     }
@@ -226,6 +270,7 @@ impl Sample {
                 [a, b] => Some((*a, *b)),
                 _ => None,
             },
+            Some(_) => None,
         }
     }
 
@@ -234,7 +279,7 @@ impl Sample {
         match self.param(name) {
             None => Some(default),
             Some(Param::Int(v)) => Some(*v),
-            Some(Param::Ints(_)) => None,
+            Some(_) => None,
         }
     }
 
@@ -255,13 +300,11 @@ impl Sample {
                 }
             })
             .collect();
-        parts.extend(self.params.iter().map(|(name, param)| match param {
-            Param::Int(v) => format!("{name} = {v}"),
-            Param::Ints(vs) => format!(
-                "{name} = ({})",
-                vs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-            ),
-        }));
+        parts.extend(
+            self.params
+                .iter()
+                .map(|(name, param)| format!("{name} = {}", param.written())),
+        );
         parts.join(", ")
     }
 
@@ -338,7 +381,7 @@ pub enum SampleSyntaxError {
         open: char,
         close: char,
     },
-    /// Not an integer from 0 to [`MAX_VALUE`].
+    /// Not an integer from −[`MAX_VALUE`] to [`MAX_VALUE`], a float, a boolean or a name.
     BadValue {
         found: String,
     },
@@ -363,7 +406,7 @@ impl std::fmt::Display for SampleSyntaxError {
             ),
             Self::BadValue { found } => write!(
                 f,
-                "expected an integer from 0 to {MAX_VALUE}, found `{found}`"
+                "expected an integer from -{MAX_VALUE} to {MAX_VALUE}, a float, a boolean or a quoted name, found `{found}`"
             ),
         }
     }
@@ -405,6 +448,10 @@ fn parse_operand<'t>(
         return Ok((None, rest));
     }
     let (dims, rest) = parse_list(text, '[', ']')?;
+    if let Some(negative) = dims.iter().find(|d| **d < 0) {
+        let found = negative.to_string();
+        return Err(SampleSyntaxError::BadValue { found });
+    }
     let elements = dims
         .iter()
         .try_fold(1i64, |total, d| total.checked_mul(*d))
@@ -422,11 +469,29 @@ fn parse_param(text: &str) -> Result<(Param, &str), SampleSyntaxError> {
         let (values, rest) = parse_list(text, '(', ')')?;
         return Ok((Param::Ints(values), rest));
     }
-    let end = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, rest) = text.split_at(end);
-    Ok((Param::Int(parse_value(digits)?), rest))
+    if let Some(quoted) = text.strip_prefix('"') {
+        let end = quoted.find('"').ok_or(SampleSyntaxError::Unclosed {
+            open: '"',
+            close: '"',
+        })?;
+        let (name, rest) = quoted.split_at(end);
+        return Ok((Param::Text(name.to_owned()), rest.get(1..).unwrap_or("")));
+    }
+    let end = text.find(", ").unwrap_or(text.len());
+    let (word, rest) = text.split_at(end);
+    let param = match word {
+        "true" => Param::Bool(true),
+        "false" => Param::Bool(false),
+        "nan" => Param::Float(Real(f64::NAN)),
+        "inf" => Param::Float(Real(f64::INFINITY)),
+        "-inf" => Param::Float(Real(f64::NEG_INFINITY)),
+        _ if word.contains(['.', 'e', 'E']) => match word.parse::<f64>() {
+            Ok(value) => Param::Float(Real(value)),
+            Err(_) => return Err(SampleSyntaxError::BadValue { found: clip(word) }),
+        },
+        _ => Param::Int(parse_value(word)?),
+    };
+    Ok((param, rest))
 }
 
 /// `open v, v, … close` with at most [`MAX_LIST`] values.
@@ -454,11 +519,16 @@ fn parse_list(text: &str, open: char, close: char) -> Result<(Vec<i64>, &str), S
     Ok((values, rest.get(1..).unwrap_or("")))
 }
 
-/// A non-negative integer up to [`MAX_VALUE`].
+/// An integer from −[`MAX_VALUE`] to [`MAX_VALUE`].
 fn parse_value(text: &str) -> Result<i64, SampleSyntaxError> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
     text.parse::<i64>()
         .ok()
-        .filter(|v| (0..=MAX_VALUE).contains(v) && text.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|v| {
+            (-MAX_VALUE..=MAX_VALUE).contains(v)
+                && !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+        })
         .ok_or_else(|| SampleSyntaxError::BadValue { found: clip(text) })
 }
 

@@ -258,6 +258,16 @@ fn param_values(
                 return match value {
                     Param::Int(v) => ParamValue::Int(*v),
                     Param::Ints(vs) => ParamValue::Tuple(vs.clone()),
+                    Param::Float(v) => ParamValue::Float(v.value()),
+                    Param::Bool(b) => ParamValue::Int(i64::from(*b)),
+                    Param::Text(text) => {
+                        let values = match &param.form {
+                            semantics::ParamForm::Enum(values) => values.as_slice(),
+                            _ => &[],
+                        };
+                        let position = values.iter().position(|v| v == text);
+                        ParamValue::Int(position.and_then(|p| i64::try_from(p).ok()).unwrap_or(-1))
+                    }
                 };
             }
             let of = shaped

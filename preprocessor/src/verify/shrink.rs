@@ -5,7 +5,7 @@
 
 use super::Gate;
 use super::constraints::{Domain, Verdict};
-use super::sample::{Param, Sample};
+use super::sample::Sample;
 use crate::diag::Code;
 use crate::providers::Kernel;
 use fkc_provider::DType;
@@ -157,22 +157,13 @@ fn smaller(sample: &Sample) -> Vec<Sample> {
         }
     }
     for (i, (_, param)) in sample.params.iter().enumerate() {
-        let values = match param {
-            Param::Int(v) => vec![*v],
-            Param::Ints(vs) => vs.clone(),
-        };
+        let values = param.ints().to_vec();
         for (j, value) in values.iter().enumerate() {
             if *value > 0 {
                 let mut next = sample.clone();
-                if let Some((_, slot)) = next.params.get_mut(i) {
-                    match slot {
-                        Param::Int(v) => *v -= 1,
-                        Param::Ints(vs) => {
-                            if let Some(v) = vs.get_mut(j) {
-                                *v -= 1;
-                            }
-                        }
-                    }
+                let slot = next.params.get_mut(i).map(|(_, p)| p.ints_mut());
+                if let Some(v) = slot.and_then(|values| values.get_mut(j)) {
+                    *v -= 1;
                 }
                 out.push(next);
             }

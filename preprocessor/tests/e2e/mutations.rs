@@ -149,7 +149,7 @@ fn with_param(
     f: impl Fn(usize, usize) -> (usize, usize),
 ) -> ParamValues {
     let mut values = values.clone();
-    if let Some(ParamValue::Pair(a, b)) = values.get(name).copied() {
+    if let Some(ParamValue::Pair(a, b)) = values.get(name).cloned() {
         let (a, b) = f(a, b);
         values.insert(name.to_owned(), ParamValue::Pair(a, b));
     }

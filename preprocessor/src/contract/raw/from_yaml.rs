@@ -299,13 +299,20 @@ fn read_op_params(reader: &mut Reader<'_>, node: &Node) -> Option<RawOpParams> {
 fn read_param_field(reader: &mut Reader<'_>, key: &Node, value: &Node) -> Option<RawParamField> {
     let name = reader.string(key, "an op-param name")?;
     let what = format!("op-param `{}`", name.value);
-    let fields = reader.mapping(value, &what, &["kind", "constraint", "note"])?;
+    let fields = reader.mapping(value, &what, &["kind", "values", "constraint", "note"])?;
     let kind = reader
         .required(&fields, "kind", &what)
         .and_then(|n| reader.string(n, "kind"))?;
+    let values = reader
+        .optional(&fields, "values", |r, n| {
+            let items = r.sequence(n, "values")?;
+            Some(items.iter().filter_map(|item| r.string(item, "an enumeration value")).collect())
+        })
+        .unwrap_or_default();
     Some(RawParamField {
         name,
         kind,
+        values,
         constraint: reader.optional(&fields, "constraint", |r, n| r.expression(n, "constraint")),
         note: reader.optional(&fields, "note", |r, n| r.string(n, "note")),
     })

@@ -94,6 +94,8 @@ impl RawInput {
 pub struct RawParamField {
     pub name: Located<String>,
     pub kind: Located<String>,
+    /// An enumeration's value names (`kind: enum`), in order.
+    pub values: Vec<Located<String>>,
     pub constraint: Option<Located<String>>,
     pub note: Option<Located<String>>,
 }

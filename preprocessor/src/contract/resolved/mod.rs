@@ -176,6 +176,11 @@ fn param_type(kind: &str) -> Type {
         Some(ParamKind::Usize) => Type::Int,
         Some(ParamKind::UsizePair) => Type::ints(2),
         Some(ParamKind::UsizeArray4) => Type::ints(4),
+        Some(ParamKind::I64) => Type::Int,
+        Some(ParamKind::F32 | ParamKind::F64) => Type::Float,
+        Some(ParamKind::Bool) => Type::Bool,
+        Some(ParamKind::Enum) => Type::Text,
+        Some(ParamKind::UsizeList | ParamKind::I64List) => Type::List(Box::new(Type::Int)),
         None => Type::Any,
     }
 }
@@ -449,6 +454,9 @@ fn collect_conjuncts<'e>(expr: &'e Expr, parts: &mut Vec<&'e Expr>) {
 fn type_words(ty: &Type) -> &'static str {
     match ty {
         Type::Int => "an integer",
+        Type::Float => "a number",
+        Type::Text => "a name",
+        Type::List(_) => "a list",
         Type::Bool => "a boolean",
         Type::Tuple(_) => "a tuple",
         Type::Record(_) => "an operand",

@@ -311,3 +311,39 @@ fn hand_built_deep_trees_are_refused_not_overflowed() {
         ExprErrorKind::Budget
     );
 }
+
+/// The parameter kinds beyond `usize`: floats (IEEE comparisons), enumeration values, lists
+/// (indexed at run time, with `len`, `contains`, `distinct`, `within`, `permutation`) and
+/// `select` on integers.
+#[test]
+fn floats_names_and_lists() {
+    let mut b = Bindings::new();
+    b.insert("eps", Value::Float(Real(1e-5)));
+    b.insert("nan_eps", Value::Float(Real(f64::NAN)));
+    b.insert("mode", Value::Text("valid".to_owned()));
+    b.insert("perm", Value::ints(&[2, 0, 1]));
+    b.insert("axes", Value::ints(&[0, -1]));
+    b.insert("flag", Value::Bool(true));
+    b.insert("x", Value::operand(&[4, 5, 6]));
+    let truth = |src: &str| eval(&parse(src).unwrap(), &b).unwrap();
+    for src in [
+        "eps > 0.0 && eps < 1",
+        "!(nan_eps >= 0.0) && nan_eps != nan_eps && isnan(nan_eps) && !isfinite(nan_eps)",
+        "-eps < 0 && eps * 2 == 2e-5",
+        "mode == \"valid\" && mode != \"window\"",
+        "len(perm) == 3 && permutation(perm, x.rank) && !permutation(axes, 2)",
+        "contains(axes, -1) && !contains(axes, 1) && distinct(axes) && within(axes, -3, 3)",
+        "perm[0] == 2 && x.dim[perm[0]] == 6",
+        "select(flag, x.dim[2], x.dim[1]) == 6 && select(!flag, 1, 2) == 2",
+    ] {
+        assert_eq!(truth(src), Value::Bool(true), "{src}");
+    }
+    let e = eval(&parse("perm[3]").unwrap(), &b).unwrap_err();
+    assert_eq!(e.kind, ExprErrorKind::IndexOutOfRange);
+    let e = eval(&parse("x.dim[perm[0] + 1]").unwrap(), &b).unwrap_err();
+    assert_eq!(e.kind, ExprErrorKind::IndexOutOfRange);
+    let e = eval(&parse("eps % 2").unwrap(), &b).unwrap_err();
+    assert_eq!(e.kind, ExprErrorKind::Type);
+    let e = eval(&parse("mode < \"z\"").unwrap(), &b).unwrap_err();
+    assert_eq!(e.kind, ExprErrorKind::Type);
+}

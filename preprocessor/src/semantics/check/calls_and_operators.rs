@@ -4,7 +4,7 @@
 
 use super::super::ast::{BinOp, CmpOp, Expr, UnOp};
 use super::super::error::SemanticsErrorKind;
-use super::super::ir::{self, Bool, Func, Int, IntKind, IntOp, Val, ValKind, ValOp};
+use super::super::ir::{self, Bool, Func, Int, IntKind, IntOp, ParamForm, Val, ValKind, ValOp};
 use super::{Checker, FUNCTIONS, Typed};
 use crate::expr::Span;
 use fkc_provider::DType;
@@ -311,6 +311,13 @@ impl Checker<'_> {
             operands.push(self.expression(e)?);
         }
         let ops: Vec<CmpOp> = rest.iter().map(|(op, _, _)| *op).collect();
+        if operands
+            .iter()
+            .any(|t| matches!(t, Typed::Enum(_) | Typed::Text(_)))
+        {
+            let span = rest.last().map_or(first.span, |(_, _, e)| first.span.to(e.span));
+            return self.enum_compare(operands, &ops, span);
+        }
         if operands.iter().all(|t| matches!(t, Typed::Int(_))) {
             let ints = operands
                 .into_iter()
@@ -329,5 +336,42 @@ impl Checker<'_> {
             .map(|(t, s)| self.value_of(t, s, dtype))
             .collect::<Option<Vec<Val>>>()?;
         Some(Typed::Bool(Bool::CompareVal(values, ops)))
+    }
+
+    /// `mode == "valid"` (or `!=`, either way round): the parameter's value position compared.
+    fn enum_compare(&mut self, operands: Vec<Typed>, ops: &[CmpOp], span: Span) -> Option<Typed> {
+        let (param, text) = match (operands.as_slice(), ops) {
+            (
+                [Typed::Enum(param), Typed::Text(text)] | [Typed::Text(text), Typed::Enum(param)],
+                [CmpOp::Eq | CmpOp::Ne],
+            ) => (*param, text.clone()),
+            _ => {
+                self.type_error(
+                    span,
+                    "an enumeration is only compared with one of its values".to_owned(),
+                    "write `mode == \"valid\"` or `mode != \"valid\"`",
+                );
+                return None;
+            }
+        };
+        let declared = self.signature.params.get(param).map(|p| (&p.name, &p.form));
+        let Some((name, ParamForm::Enum(values))) = declared else {
+            return None;
+        };
+        let Some(position) = values.iter().position(|v| *v == text) else {
+            let message = format!("`{name}` has no value \"{text}\"");
+            let help = format!("its values are: {}", values.join(", "));
+            self.type_error(span, message, &help);
+            return None;
+        };
+        let at = |kind| Int { kind, span };
+        let ints = vec![
+            at(IntKind::Param {
+                param,
+                element: None,
+            }),
+            at(IntKind::Const(i64::try_from(position).ok()?)),
+        ];
+        Some(Typed::Bool(Bool::CompareInt(ints, ops.to_vec())))
     }
 }

@@ -1,8 +1,8 @@
 //! Typing expressions: indices of elements, conditions, values in a dtype, names, members
 //! (`.dim`, `.rank`) and indexing; a literal value takes the dtype of what it meets.
 
-use super::super::ast::{Expr, ExprKind};
-use super::super::ir::{Bool, Int, IntKind, Val, ValKind};
+use super::super::ast::{CmpOp, Expr, ExprKind};
+use super::super::ir::{Bool, Int, IntKind, MAX_LIST, ParamForm, Val, ValKind};
 use super::{Bound, Checker, Typed};
 use crate::expr::Span;
 use fkc_provider::DType;
@@ -120,6 +120,7 @@ impl Checker<'_> {
                 span,
             })),
             ExprKind::Float(v) => Some(constant(*v, span)),
+            ExprKind::Text(text) => Some(Typed::Text(text.clone())),
             ExprKind::Name(name) => self.name(name, span),
             ExprKind::Member {
                 base,
@@ -163,15 +164,29 @@ impl Checker<'_> {
             });
         }
         if let Some(param) = self.signature.params.iter().position(|p| p.name == name) {
-            return Some(match self.signature.params[param].width {
-                None => Typed::Int(Int {
-                    kind: IntKind::Param {
-                        param,
-                        element: None,
+            let whole = Int {
+                kind: IntKind::Param {
+                    param,
+                    element: None,
+                },
+                span,
+            };
+            return Some(match &self.signature.params[param].form {
+                ParamForm::Int => Typed::Int(whole),
+                ParamForm::Tuple(width) => Typed::Tuple(param, *width),
+                ParamForm::List => Typed::Tuple(param, MAX_LIST),
+                ParamForm::Float => Typed::Val(
+                    Val {
+                        kind: ValKind::Param(param),
+                        span,
                     },
-                    span,
-                }),
-                Some(width) => Typed::Tuple(param, width),
+                    None,
+                ),
+                ParamForm::Bool => Typed::Bool(Bool::CompareInt(
+                    vec![whole, Int { kind: IntKind::Const(0), span }],
+                    vec![CmpOp::Ne],
+                )),
+                ParamForm::Enum(_) => Typed::Enum(param),
             });
         }
         if let Some(tensor) = self.tensors.iter().position(|t| t.name == name) {
@@ -221,28 +236,19 @@ impl Checker<'_> {
             }
             Typed::Dims(tensor) => {
                 let rank = self.tensors[tensor].rank;
-                let axis = self.constant_index(indices, rank, span)?;
-                Some(Typed::Int(Int {
-                    kind: IntKind::Dim { tensor, axis },
-                    span,
-                }))
+                let options = (0..rank).map(|axis| IntKind::Dim { tensor, axis });
+                self.element(indices, options.collect(), span)
             }
             Typed::Index { first, rank } => {
-                let axis = self.constant_index(indices, rank, span)?;
-                Some(Typed::Int(Int {
-                    kind: IntKind::Slot(first + axis),
-                    span,
-                }))
+                let options = (first..first + rank).map(IntKind::Slot);
+                self.element(indices, options.collect(), span)
             }
             Typed::Tuple(param, width) => {
-                let element = self.constant_index(indices, width, span)?;
-                Some(Typed::Int(Int {
-                    kind: IntKind::Param {
-                        param,
-                        element: Some(element),
-                    },
-                    span,
-                }))
+                let options = (0..width).map(|element| IntKind::Param {
+                    param,
+                    element: Some(element),
+                });
+                self.element(indices, options.collect(), span)
             }
             _ => {
                 self.type_error(
@@ -253,6 +259,29 @@ impl Checker<'_> {
                 None
             }
         }
+    }
+
+    /// One of `options`, by one index: the option itself for a constant one (below their
+    /// count), otherwise chosen at run time ([`IntKind::Pick`]).
+    fn element(&mut self, indices: &[Expr], options: Vec<IntKind>, span: Span) -> Option<Typed> {
+        let pick = |kind| Int { kind, span };
+        if let [Expr { kind: ExprKind::Int(_), .. }] = indices {
+            let element = self.constant_index(indices, options.len(), span)?;
+            return options.into_iter().nth(element).map(|kind| Typed::Int(pick(kind)));
+        }
+        let [index] = indices else {
+            self.type_error(
+                span,
+                "expected one index".to_owned(),
+                "dims, whole indices and tuple parameters take one index: `x.dim[1]`, `i[perm[k]]`",
+            );
+            return None;
+        };
+        let index = self.index(index)?;
+        Some(Typed::Int(pick(IntKind::Pick {
+            index: Box::new(index),
+            options: options.into_iter().map(pick).collect(),
+        })))
     }
 
     /// One constant index below `len`.

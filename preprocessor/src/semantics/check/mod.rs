@@ -79,8 +79,12 @@ enum Typed {
     Bool(Bool),
     /// A value, with the dtype it holds (`None`: a literal, which takes its partner's).
     Val(Val, Option<DType>),
-    /// A tuple parameter (only indexed).
+    /// A tuple parameter (only indexed), or a list one (of at most this many elements).
     Tuple(usize, usize),
+    /// An enumeration parameter (only compared with one of its values).
+    Enum(usize),
+    /// `"name"`: an enumeration's value (only compared with an enumeration parameter).
+    Text(String),
     /// A tensor (only indexed, or asked `.dim` / `.rank` / `present`).
     Tensor(usize),
     /// `t.dim` (only indexed).

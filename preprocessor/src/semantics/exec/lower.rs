@@ -157,6 +157,14 @@ impl<A: Arith> Lower<'_, '_, A> {
                 let (b, ib) = self.int(b)?;
                 (self.bin(*op, a, b)?, iv_bin(*op, ia, ib))
             }
+            // (an axis chosen at run time is lowered when it is fixed for the run)
+            IntKind::Pick { index, options } => match self.int(index)?.0 {
+                IE::Const(at) => {
+                    let option = usize::try_from(at).ok().and_then(|i| options.get(i));
+                    return self.int(option.ok_or(Bail)?);
+                }
+                _ => return Err(Bail),
+            },
             IntKind::Min(items) | IntKind::Max(items) => {
                 let min = matches!(e.kind, IntKind::Min(_));
                 let mut lowered = Vec::with_capacity(items.len());
@@ -471,6 +479,10 @@ impl<A: Arith> Lower<'_, '_, A> {
     fn val(&mut self, e: &Val) -> Go<VE<A::V>> {
         Ok(match &e.kind {
             ValKind::Const(c) => VE::Const(self.arith.constant(*c)),
+            ValKind::Param(param) => match self.params.get(*param) {
+                Some(ParamValue::Float(v)) => VE::Const(self.arith.constant(*v)),
+                _ => return Err(Bail),
+            },
             // (a number's conversions are computed once: they count no work)
             ValKind::FromInt(i, dtype) => match self.int(i)?.0 {
                 IE::Const(c) => VE::Const(self.arith.index(c, *dtype)),

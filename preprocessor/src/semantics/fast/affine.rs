@@ -113,6 +113,7 @@ pub(super) fn fixed(e: &Int) -> bool {
         IntKind::Neg(a) => fixed(a),
         IntKind::Bin(_, a, b) => fixed(a) && fixed(b),
         IntKind::Min(items) | IntKind::Max(items) => items.iter().all(fixed),
+        IntKind::Pick { index, options } => fixed(index) && options.iter().all(fixed),
     }
 }
 

@@ -293,6 +293,8 @@ impl Planner {
             IntKind::Const(_) | IntKind::Dim { .. } | IntKind::Rank(_) | IntKind::Param { .. } => {
                 free(e)
             }
+            IntKind::Pick { .. } if super::affine::fixed(e) => free(e),
+            IntKind::Pick { .. } => return None,
             IntKind::Neg(a) => {
                 let a = self.linear(a)?;
                 Linear {
@@ -418,6 +420,7 @@ impl Planner {
     fn value(&mut self, v: &Val) -> Option<FastVal> {
         Some(match &v.kind {
             ValKind::Const(c) => FastVal::Const(*c),
+            ValKind::Param(_) => return None,
             ValKind::FromInt(i, dtype) => {
                 let linear = self.linear(i)?;
                 FastVal::FromInt(self.form(linear), *dtype)

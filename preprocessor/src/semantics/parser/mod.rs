@@ -479,6 +479,7 @@ impl Parser<'_> {
         let kind = match token.tok {
             Tok::Int(v) => ExprKind::Int(v),
             Tok::Float(v) => ExprKind::Float(v),
+            Tok::Str => ExprKind::Text(self.text(token).trim_matches('"').to_owned()),
             Tok::Ident if self.peek_at(1).tok == Tok::LParen => return self.call(),
             Tok::Ident => ExprKind::Name(self.text(token).to_owned()),
             Tok::LParen => {

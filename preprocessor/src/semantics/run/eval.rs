@@ -176,6 +176,18 @@ impl<A: Arith> Frame<'_, A> {
                 }
                 .ok_or_else(|| overflow(e.span))?
             }
+            IntKind::Pick { index, options } => {
+                let at = self.int(index)?;
+                let option = usize::try_from(at).ok().and_then(|i| options.get(i));
+                let Some(option) = option else {
+                    return Err(Box::new(SemanticsError::run(
+                        index.span,
+                        format!("index {at} is outside 0..{}", options.len()),
+                        "constrain the contract so the axis or position is in range (a negative axis: `axis % x.rank`)",
+                    )));
+                };
+                self.int(option)?
+            }
             IntKind::Min(items) | IntKind::Max(items) => {
                 let mut values = Vec::with_capacity(items.len());
                 for item in items {
@@ -225,6 +237,17 @@ impl<A: Arith> Frame<'_, A> {
         let arith = self.arith;
         Ok(match &e.kind {
             ValKind::Const(v) => arith.constant(*v),
+            ValKind::Param(param) => match self.inputs.params.get(*param) {
+                Some(ParamValue::Float(v)) => arith.constant(*v),
+                _ => {
+                    let name = &self.program.params[*param].name;
+                    return Err(Box::new(SemanticsError::run(
+                        e.span,
+                        format!("the sample has no float value for `{name}`"),
+                        "declare the parameter `f32` or `f64`",
+                    )));
+                }
+            },
             ValKind::FromInt(i, dtype) => arith.index(self.int(i)?, *dtype),
             ValKind::Slot(slot) => {
                 let dtype = self.program.vals[*slot];

@@ -208,10 +208,7 @@ impl Var {
             .iter()
             .enumerate()
             .flat_map(|(index, (_, p))| {
-                let width = match p {
-                    Param::Int(_) => 1,
-                    Param::Ints(values) => values.len(),
-                };
+                let width = p.ints().len();
                 (0..width).map(move |element| Var::Param { index, element })
             });
         dims.chain(params).collect()
@@ -228,10 +225,9 @@ impl Var {
     pub fn get(self, sample: &Sample) -> Option<i64> {
         match self {
             Var::Dim { input, axis } => sample.inputs.get(input)?.1.get(axis).copied(),
-            Var::Param { index, element } => match &sample.params.get(index)?.1 {
-                Param::Int(v) => Some(*v),
-                Param::Ints(values) => values.get(element).copied(),
-            },
+            Var::Param { index, element } => {
+                sample.params.get(index)?.1.ints().get(element).copied()
+            }
         }
     }
 
@@ -241,15 +237,10 @@ impl Var {
                 .inputs
                 .get_mut(input)
                 .and_then(|(_, dims, _)| dims.get_mut(axis)),
-            Var::Param { index, element } => {
-                sample
-                    .params
-                    .get_mut(index)
-                    .and_then(|(_, param)| match param {
-                        Param::Int(v) => Some(v),
-                        Param::Ints(values) => values.get_mut(element),
-                    })
-            }
+            Var::Param { index, element } => sample
+                .params
+                .get_mut(index)
+                .and_then(|(_, param)| param.ints_mut().get_mut(element)),
         };
         if let Some(slot) = slot {
             *slot = value;
@@ -265,7 +256,7 @@ impl Var {
             }
             Var::Param { index, element } => match sample.params.get(index) {
                 Some((name, Param::Ints(_))) => format!("{name}[{element}]"),
-                Some((name, Param::Int(_))) => name.clone(),
+                Some((name, _)) => name.clone(),
                 None => String::new(),
             },
         }

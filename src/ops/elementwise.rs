@@ -1,0 +1,243 @@
+//! Element-wise kernels: `add` and `mul` with NumPy broadcasting, and `gelu` in its exact erf
+//! form.
+
+use crate::error::{KernelError, KernelErrorKind};
+use crate::mutants::{Mutant, active};
+use crate::ops::axes::{offset, packed_strides, step_index};
+use crate::shape::numel;
+use crate::tensor::{Element, RefTensor};
+
+/// `shape` padded with 1s to `rank` dimensions: in front (NumPy: trailing dimensions align),
+/// or behind when `leading` (the `AddBroadcastAlignsLeading` mutant).
+fn padded(shape: &[usize], rank: usize, leading: bool) -> Vec<usize> {
+    let ones = std::iter::repeat_n(1, rank.saturating_sub(shape.len()));
+    if leading {
+        shape.iter().copied().chain(ones).collect()
+    } else {
+        ones.chain(shape.iter().copied()).collect()
+    }
+}
+
+/// The NumPy broadcast shape of `a` and `b`: trailing dimensions aligned, missing leading ones
+/// taken as 1, each pair equal or one of them 1 (`ShapeMismatch` otherwise).
+pub fn broadcast_shape(
+    op: &'static str,
+    a: &[usize],
+    b: &[usize],
+) -> Result<Vec<usize>, KernelError> {
+    broadcast_padded(op, a, b, false).map(|(out, _, _)| out)
+}
+
+/// The broadcast shape and both operands' shapes padded to its rank.
+#[allow(clippy::type_complexity)]
+fn broadcast_padded(
+    op: &'static str,
+    a: &[usize],
+    b: &[usize],
+    leading: bool,
+) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>), KernelError> {
+    let rank = a.len().max(b.len());
+    let (pa, pb) = (padded(a, rank, leading), padded(b, rank, leading));
+    let out = pa
+        .iter()
+        .zip(&pb)
+        .map(|(&da, &db)| match (da, db) {
+            _ if da == db => Ok(da),
+            (1, _) => Ok(db),
+            (_, 1) => Ok(da),
+            _ => Err(KernelError::new(
+                op,
+                KernelErrorKind::ShapeMismatch,
+                format!("shapes {a:?} and {b:?} do not broadcast: dimension {da} against {db}"),
+            )),
+        })
+        .collect::<Result<Vec<usize>, KernelError>>()?;
+    Ok((out, pa, pb))
+}
+
+/// Packed strides of a padded operand shape, 0 along its size-1 (broadcast) dimensions.
+fn broadcast_strides(padded: &[usize]) -> Vec<usize> {
+    packed_strides(padded)
+        .into_iter()
+        .zip(padded)
+        .map(|(s, &d)| if d == 1 { 0 } else { s })
+        .collect()
+}
+
+/// `f(a[ia], b[ib])` for every output position of the broadcast, in row-major order.
+fn broadcast_binary<T: Element>(
+    op: &'static str,
+    a: &RefTensor<T>,
+    b: &RefTensor<T>,
+    f: impl Fn(T, T) -> T,
+) -> Result<RefTensor<T>, KernelError> {
+    let leading = op == "add" && active(Mutant::AddBroadcastAlignsLeading);
+    let modulo_b = op == "mul" && active(Mutant::MulBroadcastByModulo);
+    let (out_shape, pa, pb) = broadcast_padded(op, a.shape(), b.shape(), leading)?;
+    let (sa, sb) = (broadcast_strides(&pa), broadcast_strides(&pb));
+    let count = numel(&out_shape)?;
+    let mut out = Vec::with_capacity(count);
+    let mut index = vec![0; out_shape.len()];
+    let (a_data, b_data) = (a.data(), b.data());
+    for flat in 0..count {
+        let ib = if modulo_b {
+            flat % b_data.len().max(1)
+        } else {
+            offset(&index, &sb)
+        };
+        out.push(f(a_data[offset(&index, &sa)], b_data[ib]));
+        step_index(&mut index, &out_shape);
+    }
+    Ok(RefTensor::from_vec(out, &out_shape)?)
+}
+
+/// `a + b` with NumPy broadcasting: the output has the broadcast shape (see
+/// [`broadcast_shape`]; `ShapeMismatch` for incompatible shapes), and each element is one
+/// `T` addition — a single rounding. For `bf16`/`f16`, `half` adds in `f32` and rounds once to
+/// `T`; the `f32` sum of two half-precision values rounded to `T` is the correctly rounded
+/// sum. No accumulator (one operation per element).
+pub fn add<T: Element>(a: &RefTensor<T>, b: &RefTensor<T>) -> Result<RefTensor<T>, KernelError> {
+    broadcast_binary("add", a, b, |x, y| x + y)
+}
+
+/// `a · b` with NumPy broadcasting, exactly like [`add`]: one `T` multiplication per element,
+/// a single rounding (through `f32` for `bf16`/`f16`, correctly rounded). No accumulator.
+pub fn mul<T: Element>(a: &RefTensor<T>, b: &RefTensor<T>) -> Result<RefTensor<T>, KernelError> {
+    broadcast_binary("mul", a, b, |x, y| x * y)
+}
+
+/// `x` where `x > 0`, otherwise `negative_slope · x` (one `T` multiplication, rounded once;
+/// NaN stays NaN), any rank; the output has `x`'s shape. `negative_slope` is rounded to `T`
+/// first.
+pub fn leaky_relu<T: Element>(
+    x: &RefTensor<T>,
+    negative_slope: f64,
+) -> Result<RefTensor<T>, KernelError> {
+    let slope = T::from_f64(negative_slope);
+    let keeps_zero = active(Mutant::LeakyReluScalesZero);
+    let out = x
+        .data()
+        .iter()
+        .map(|&v| {
+            let positive = v > T::zero() || (keeps_zero && v == T::zero());
+            if positive { v } else { v * slope }
+        })
+        .collect();
+    Ok(RefTensor::from_vec(out, x.shape())?)
+}
+
+/// `0.5 · x · (1 + erf(x / √2))` in `f64` (`libm::erf`), operations in that order.
+fn gelu_f64(x: f64) -> f64 {
+    if active(Mutant::GeluTanhApprox) {
+        let c = (2.0 / std::f64::consts::PI).sqrt();
+        return 0.5 * x * (1.0 + (c * (x + 0.044_715 * x * x * x)).tanh());
+    }
+    0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
+}
+
+/// The exact (erf) GELU of every element: `out = 0.5 · x · (1 + erf(x / √2))`, any rank, the
+/// output has `x`'s shape.
+///
+/// Computed in `f64` for every dtype (`x` widened exactly, `libm::erf`, each operation
+/// rounded to `f64` in the order written) and rounded once to `T`. For `x` below about `-8.3`,
+/// `1 + erf(x/√2)` is `0` in `f64`, so the result is `-0.0`; NaN gives NaN, `+Inf` gives
+/// `+Inf` and `-Inf` gives NaN (`-Inf · 0`).
+pub fn gelu<T: Element>(x: &RefTensor<T>) -> Result<RefTensor<T>, KernelError> {
+    let out = x
+        .data()
+        .iter()
+        .map(|&v| T::from_f64(gelu_f64(Element::to_f64(v))))
+        .collect();
+    Ok(RefTensor::from_vec(out, x.shape())?)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use half::{bf16, f16};
+
+    use super::*;
+
+    fn t(data: &[f64], shape: &[usize]) -> RefTensor<f64> {
+        RefTensor::from_vec(data.to_vec(), shape).unwrap()
+    }
+
+    #[test]
+    fn broadcast_shapes_follow_numpy() {
+        assert_eq!(broadcast_shape("t", &[3], &[2, 1, 3]), Ok(vec![2, 1, 3]));
+        assert_eq!(broadcast_shape("t", &[2, 1, 3], &[4, 1]), Ok(vec![2, 4, 3]));
+        assert_eq!(broadcast_shape("t", &[], &[2, 2]), Ok(vec![2, 2]));
+        assert_eq!(broadcast_shape("t", &[0], &[1]), Ok(vec![0]));
+        let e = broadcast_shape("t", &[2, 3], &[3, 2]).unwrap_err();
+        assert_eq!(e.kind, KernelErrorKind::ShapeMismatch);
+        assert!(broadcast_shape("t", &[0], &[2]).is_err());
+    }
+
+    #[test]
+    fn add_broadcasts_rank_1_against_rank_3() {
+        let a = t(&[10.0, 20.0, 30.0], &[3]);
+        let b = t(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 1, 3]);
+        let out = add(&a, &b).unwrap();
+        assert_eq!(out.shape(), &[2, 1, 3]);
+        assert_eq!(out.data(), &[11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
+        let swapped = add(&b, &a).unwrap();
+        assert_eq!(swapped.data(), out.data());
+    }
+
+    #[test]
+    fn mul_broadcasts_size_1_dimensions_on_both_sides() {
+        // [2, 1] · [1, 3] -> [2, 3]: an outer product.
+        let a = t(&[2.0, 3.0], &[2, 1]);
+        let b = t(&[1.0, 10.0, 100.0], &[1, 3]);
+        let out = mul(&a, &b).unwrap();
+        assert_eq!(out.shape(), &[2, 3]);
+        assert_eq!(out.data(), &[2.0, 20.0, 200.0, 3.0, 30.0, 300.0]);
+        let scalar = mul(&t(&[5.0], &[]), &t(&[1.0, 2.0], &[2])).unwrap();
+        assert_eq!(scalar.data(), &[5.0, 10.0]);
+        assert_eq!(scalar.shape(), &[2]);
+        let e = mul(&t(&[0.0; 3], &[3]), &t(&[0.0; 4], &[4])).unwrap_err();
+        assert_eq!(e.kind, KernelErrorKind::ShapeMismatch);
+    }
+
+    #[test]
+    fn half_precision_rounds_once() {
+        // 1 + 2^-11 is a tie in f16 (rounds to even: 1); 1 + 3·2^-12 rounds up.
+        let one = RefTensor::from_vec(vec![f16::ONE, f16::ONE], &[2]).unwrap();
+        let tiny = RefTensor::from_vec(
+            vec![
+                f16::from_f64(2f64.powi(-11)),
+                f16::from_f64(3.0 * 2f64.powi(-12)),
+            ],
+            &[2],
+        )
+        .unwrap();
+        let out = add(&one, &tiny).unwrap();
+        let want = [1.0, 1.0 + 2f64.powi(-10)];
+        assert_eq!(
+            out.data().iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+            want
+        );
+        let a = RefTensor::from_vec(vec![bf16::from_f64(3.0)], &[1]).unwrap();
+        let b = RefTensor::from_vec(vec![bf16::from_f64(1.0 / 3.0)], &[1]).unwrap();
+        let product = mul(&a, &b).unwrap().data()[0];
+        let exact = 3.0 * bf16::from_f64(1.0 / 3.0).to_f64();
+        assert_eq!(product, bf16::from_f64(exact));
+    }
+
+    #[test]
+    fn gelu_matches_hand_values() {
+        let x = t(&[0.0, 1.0, -1.0, f64::INFINITY], &[2, 2]);
+        let out = gelu(&x).unwrap();
+        let want = [0.0, 0.841_344_746_068_542_9, -0.158_655_253_931_457_05];
+        for (got, want) in out.data().iter().zip(want) {
+            assert!((got - want).abs() < 1e-15, "{got} vs {want}");
+        }
+        assert_eq!(out.data()[3], f64::INFINITY);
+        assert_eq!(out.shape(), &[2, 2]);
+        let x32 = RefTensor::from_vec(vec![1.0f32], &[1]).unwrap();
+        assert_eq!(
+            gelu(&x32).unwrap().data()[0],
+            0.841_344_746_068_542_9_f64 as f32
+        );
+    }
+}
