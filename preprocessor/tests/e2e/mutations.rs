@@ -9,6 +9,7 @@ use fuel_reference_backend::mutants::Mutant;
 use mdbook_fkc::{Checker, Providers, VerifyOptions};
 use std::collections::BTreeSet;
 
+mod common;
 mod lies;
 
 use lies::LIES;

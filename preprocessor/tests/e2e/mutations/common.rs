@@ -1,0 +1,218 @@
+//! The Common kernels chapter's proof: each kernel's realistic bug (planted in the backend by
+//! its `mutants` feature) and single-field lies in its contract — a wrong axis, a broadcast rule
+//! off, `eps` ignored, a flag's meaning swapped, an enumeration's value misnamed, an order
+//! claimed that the kernel does not keep — each fail the gate at the default settings, while
+//! the unmutated chapter passes.
+
+use super::{error_codes, mutate, planted, reference_entry};
+use crate::support::repo_root;
+use fkc_provider::{KernelRef, Registry};
+use fuel_reference_backend::fkc::ENTRY_POINTS;
+use fuel_reference_backend::mutants::Mutant;
+use mdbook_fkc::Providers;
+use std::collections::BTreeSet;
+
+const COMMON: &str = "book/contracts/common.md";
+
+fn common() -> String {
+    std::fs::read_to_string(repo_root().join(COMMON)).unwrap()
+}
+
+/// (the contract, the mutant planted in its kernel).
+const MUTANTS: &[(&str, Mutant)] = &[
+    ("matmul", Mutant::MatmulIgnoresTransposeB),
+    ("add", Mutant::AddBroadcastAlignsLeading),
+    ("mul", Mutant::MulBroadcastByModulo),
+    ("gelu", Mutant::GeluTanhApprox),
+    ("leaky_relu", Mutant::LeakyReluScalesZero),
+    ("softmax", Mutant::SoftmaxNegativeAxisFromFront),
+    ("layer_norm", Mutant::LayerNormIgnoresEps),
+    ("cumsum", Mutant::CumsumReverseOrder),
+    ("avg_pool2d", Mutant::AvgPoolValidDividesByWindow),
+    ("transpose", Mutant::TransposeInversePerm),
+];
+
+macro_rules! common_mutant_registry {
+    ($($index:literal),*) => {
+        /// `mutant::c{index}_{dtype}`: the kernel of `MUTANTS[index]` with its bug planted.
+        fn mutant_registry() -> &'static Registry {
+            let mut entries: Vec<KernelRef> = Vec::new();
+            $(
+                let (kernel, _) = MUTANTS[$index];
+                for reference in ENTRY_POINTS.iter().filter(|k| k.kernel == kernel) {
+                    let symbol: &'static str = Box::leak(
+                        format!("mutant::c{}_{}", $index, reference.dtype.suffix()).into_boxed_str(),
+                    );
+                    entries.push(KernelRef {
+                        symbol,
+                        call: |operands, params| {
+                            let (kernel, mutant) = MUTANTS[$index];
+                            let dtype = operands
+                                .iter()
+                                .flatten()
+                                .next()
+                                .map_or("f32", |o| o.dtype().suffix());
+                            let original = reference_entry(&format!(
+                                "fuel_reference_backend::ops::{kernel}_{dtype}"
+                            ));
+                            planted(mutant, original, operands, params)
+                        },
+                        ..*reference
+                    });
+                }
+            )*
+            Box::leak(Box::new(Registry {
+                name: "mutants",
+                path: "mutant::REGISTRY",
+                crate_name: "mutant",
+                entry_points: Box::leak(entries.into_boxed_slice()),
+                ..fuel_reference_backend::fkc::REGISTRY
+            }))
+        }
+    };
+}
+
+common_mutant_registry!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9);
+
+#[test]
+fn the_common_kernels_chapter_passes_and_every_kernel_mutant_fails() {
+    assert_eq!(
+        error_codes(&common(), Providers::default()),
+        BTreeSet::new()
+    );
+    let text = common().replace(
+        "link_registry: fuel_reference_backend::fkc::ENTRY_POINTS",
+        "link_registry: mutant::REGISTRY",
+    );
+    let mut survived = Vec::new();
+    for (index, (kernel, mutant)) in MUTANTS.iter().enumerate() {
+        let from = format!("fuel_reference_backend::ops::{kernel}_f32");
+        let mutated = mutate(&text, kernel, &from, 0, &format!("mutant::c{index}_f32"));
+        let mut providers = Providers::default();
+        providers.link(mutant_registry());
+        let codes = error_codes(&mutated, providers);
+        println!("mutant {mutant:?} under {kernel}: {codes:?}");
+        if !codes.iter().any(|c| c.starts_with("FKC04")) {
+            survived.push(format!("{mutant:?} ({codes:?})"));
+        }
+    }
+    assert!(survived.is_empty(), "survivors: {survived:?}");
+}
+
+/// (kernel, what to replace, which occurrence, replacement, expected code).
+const LIES: &[(&str, &str, usize, &str, &str)] = &[
+    // a flag's meaning swapped in the semantics: an index past the stored axis, or values off
+    (
+        "matmul",
+        "if transpose_a:",
+        0,
+        "if !transpose_a:",
+        "FKC0504",
+    ),
+    (
+        "matmul",
+        "if transpose_b:",
+        1,
+        "if !transpose_b:",
+        "FKC0409",
+    ),
+    // a broadcast rule off: b's rows read without stretching
+    ("add", "b[min(j, b.dim[0] - 1)", 0, "b[min(j, 0)", "FKC0409"),
+    // an accumulator too narrow: layer_norm's sums claimed in the dtype
+    ("layer_norm", "s: f64 = 0", 0, "s: T = 0", "FKC0409"),
+    // eps ignored by the semantics
+    (
+        "layer_norm",
+        "q / x.dim[1] + eps",
+        0,
+        "q / x.dim[1]",
+        "FKC0409",
+    ),
+    // a wrong axis: the negative axis taken from the front
+    (
+        "softmax",
+        "if axis % 2 == 0:",
+        0,
+        "if axis == 0 || axis == -1:",
+        "FKC0409",
+    ),
+    (
+        "cumsum",
+        "if axis % 2 == 0:",
+        0,
+        "if axis == 0 || axis == -1:",
+        "FKC0409",
+    ),
+    // the enumeration's values swapped
+    (
+        "avg_pool2d",
+        "if divisor == \"valid\":",
+        0,
+        "if divisor == \"window\":",
+        "FKC0409",
+    ),
+    // a value name the contract does not declare
+    (
+        "avg_pool2d",
+        "if divisor == \"valid\":",
+        0,
+        "if divisor == \"exact\":",
+        "FKC0503",
+    ),
+    // enumeration values that are not the kernel's
+    (
+        "avg_pool2d",
+        "values: [window, valid]",
+        0,
+        "values: [window, valid, ceil]",
+        "FKC0303",
+    ),
+    // a parameter kind that is not the kernel's
+    ("leaky_relu", "kind: f64", 0, "kind: f32", "FKC0303"),
+    ("softmax", "kind: i64", 0, "kind: usize", "FKC0303"),
+    // a constraint narrower than the kernel's domain
+    (
+        "layer_norm",
+        "eps >= 0.0",
+        0,
+        "eps >= 0.0 && eps <= 1.0",
+        "FKC0402",
+    ),
+    (
+        "transpose",
+        "permutation(perm, x.rank)",
+        0,
+        "permutation(perm, x.rank) && perm[0] == 0",
+        "FKC0402",
+    ),
+    // an order the kernel does not keep: the running sum claimed from the other end
+    (
+        "cumsum",
+        "for t in 0..i + 1:\n        acc += x[t, j]",
+        0,
+        "for t in 0..i + 1:\n        acc += x[i - t, j]",
+        "FKC0409",
+    ),
+    // the permutation applied the other way round
+    (
+        "transpose",
+        "out[i[perm[0]], i[perm[1]], i[perm[2]]] = x[i]",
+        0,
+        "out[i] = x[i[perm[0]], i[perm[1]], i[perm[2]]]",
+        "FKC0504",
+    ),
+];
+
+#[test]
+fn every_common_contract_lie_fails_with_its_code() {
+    let text = common();
+    let mut wrong = Vec::new();
+    for (kernel, from, nth, to, code) in LIES {
+        let codes = error_codes(&mutate(&text, kernel, from, *nth, to), Providers::default());
+        println!("{kernel}: `{from}` → `{to}`: {codes:?}");
+        if !codes.contains(*code) {
+            wrong.push(format!("{kernel}: `{to}` gave {codes:?}, not {code}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
