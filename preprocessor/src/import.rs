@@ -6,16 +6,18 @@
 //! importer's refusal to register it is shown as a note.
 
 use crate::contract::front_matter::Provider as ProviderSpec;
-use crate::contract::raw::{EntryPointSpec, RawContract, RawParamField};
+use crate::contract::raw::{EntryPointSpec, RawContract};
 use crate::contract::schema::Located;
 use crate::diag::{Code, Diagnostic, did_you_mean};
 use crate::providers::Provider;
 use crate::source::SourceFile;
-use fkc_provider::{DType, EntryPointInfo, FieldInfo, ParamKind, VariantInfo};
+use fkc_provider::{DType, EntryPointInfo, VariantInfo};
 use std::sync::Arc;
 
+mod fields;
 mod provider_lookup;
 
+use fields::compare_fields;
 pub use provider_lookup::check_provider;
 
 /// One entry point as the importer resolved it.
@@ -448,146 +450,6 @@ fn describe_only_note(
         .as_ref()
         .map_or_else(|| contract.kernel.span.clone(), |r| r.span.clone());
     Diagnostic::note(Code::DescribeOnly, source, span, message)
-}
-
-/// The declared op-param fields must equal the real ones, name for name and kind for kind.
-fn compare_fields(
-    contract: &RawContract,
-    real: &[FieldInfo],
-    owner: &str,
-    source: &Arc<SourceFile>,
-) -> Vec<Diagnostic> {
-    let declared: &[RawParamField] = contract.op_params.as_ref().map_or(&[], |p| &p.fields);
-    let anchor = contract
-        .op_params
-        .as_ref()
-        .map_or_else(|| contract.kernel.span.clone(), |p| p.span.clone());
-    let mut problems = Vec::new();
-    for field in declared {
-        match real.iter().find(|r| r.name == field.name.value) {
-            None => problems.push(extra_field(field, real, owner, source)),
-            Some(desc) => problems.extend(kind_mismatch(field, desc, owner, source)),
-        }
-    }
-    for desc in real {
-        if !declared.iter().any(|f| f.name.value == desc.name) {
-            problems.push(
-                Diagnostic::error(
-                    Code::OpParamsMismatch,
-                    source,
-                    anchor.clone(),
-                    format!("op_params lacks `{}`, a field of {owner}", desc.name),
-                )
-                .with_help(format!(
-                    "add `{}: {{ kind: \"{}\" }}` under op_params.fields",
-                    desc.name,
-                    desc.kind.as_str()
-                )),
-            );
-        }
-    }
-    problems
-}
-
-fn extra_field(
-    field: &RawParamField,
-    real: &[FieldInfo],
-    owner: &str,
-    source: &Arc<SourceFile>,
-) -> Diagnostic {
-    let names: Vec<&str> = real.iter().map(|r| r.name.as_str()).collect();
-    let mut diagnostic = Diagnostic::error(
-        Code::OpParamsMismatch,
-        source,
-        field.name.span.clone(),
-        format!("`{}` is not a field of {owner}", field.name.value),
-    )
-    .with_label("no such field");
-    diagnostic.help.push(
-        match did_you_mean(&field.name.value, names.iter().copied()) {
-            Some(name) => format!("did you mean `{name}`?"),
-            None => format!("the fields are: {}", names.join(", ")),
-        },
-    );
-    diagnostic
-}
-
-fn kind_mismatch(
-    field: &RawParamField,
-    desc: &FieldInfo,
-    owner: &str,
-    source: &Arc<SourceFile>,
-) -> Option<Diagnostic> {
-    match ParamKind::parse(&field.kind.value) {
-        Some(ParamKind::Enum) if desc.kind == ParamKind::Enum => {
-            enum_values_mismatch(field, desc, owner, source)
-        }
-        Some(kind) if kind == desc.kind => None,
-        Some(kind) => Some(
-            Diagnostic::error(
-                Code::OpParamsMismatch,
-                source,
-                field.kind.span.clone(),
-                format!(
-                    "`{}` is `{}` in {owner}, not `{}`",
-                    field.name.value,
-                    desc.kind.as_str(),
-                    kind.as_str()
-                ),
-            )
-            .with_help(format!("write `kind: \"{}\"`", desc.kind.as_str())),
-        ),
-        None => Some(
-            Diagnostic::error(
-                Code::InvalidValue,
-                source,
-                field.kind.span.clone(),
-                format!("`{}` is not a parameter kind", field.kind.value),
-            )
-            .with_label(format!("expected one of {}", kind_list()))
-            .with_help(format!("this field is `{}` in {owner}", desc.kind.as_str())),
-        ),
-    }
-}
-
-/// Every parameter kind's spelling, for messages: `` `usize`, `(usize, usize)`, … ``.
-pub(crate) fn kind_list() -> String {
-    let kinds: Vec<String> = ParamKind::ALL
-        .iter()
-        .map(|k| format!("`{}`", k.as_str()))
-        .collect();
-    kinds.join(", ")
-}
-
-/// An enumeration field whose `values` are not the entry point's, in the same order.
-fn enum_values_mismatch(
-    field: &RawParamField,
-    desc: &FieldInfo,
-    owner: &str,
-    source: &Arc<SourceFile>,
-) -> Option<Diagnostic> {
-    let written: Vec<&str> = field.values.iter().map(|v| v.value.as_str()).collect();
-    if written == desc.values {
-        return None;
-    }
-    let span = match field.values.first() {
-        Some(first) => first.span.start..field.values.last().map_or(first.span.end, |l| l.span.end),
-        None => field.kind.span.clone(),
-    };
-    let real = desc.values.join(", ");
-    Some(
-        Diagnostic::error(
-            Code::OpParamsMismatch,
-            source,
-            span,
-            format!(
-                "`{}` takes the values [{real}] in {owner}, not [{}]",
-                field.name.value,
-                written.join(", ")
-            ),
-        )
-        .with_help(format!("write `values: [{real}]`")),
-    )
 }
 
 #[cfg(test)]

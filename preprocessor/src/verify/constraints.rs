@@ -274,6 +274,11 @@ impl Domain<'_> {
                         .iter()
                         .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int().filter(|d| *d >= 1))
                         .collect::<Option<Vec<i64>>>()?,
+                    ShapeRule::Broadcast { inputs, .. } => {
+                        let shapes: Option<Vec<&[i64]>> =
+                            inputs.iter().map(|name| sample.dims(name)).collect();
+                        geometry::broadcast(&shapes?)?
+                    }
                 };
                 dims.iter().all(|d| *d >= 1).then_some(dims)
             })

@@ -127,3 +127,42 @@ mod tests {
         assert_eq!(conv_transpose2d(&s), Some(vec![1, 4, 7, 6]));
     }
 }
+
+/// NumPy's broadcast of `shapes`: trailing axes aligned, a missing leading axis counting as 1,
+/// and on each axis every extent equal or 1; `None` when two extents differ and neither is 1.
+pub fn broadcast(shapes: &[&[i64]]) -> Option<Vec<i64>> {
+    let rank = shapes.iter().map(|s| s.len()).max()?;
+    let mut out = Vec::with_capacity(rank);
+    for axis in 0..rank {
+        let mut extent = 1;
+        for shape in shapes {
+            let pad = rank - shape.len();
+            let dim = if axis < pad {
+                1
+            } else {
+                *shape.get(axis - pad)?
+            };
+            if dim != 1 {
+                if extent != 1 && extent != dim {
+                    return None;
+                }
+                extent = dim;
+            }
+        }
+        out.push(extent);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod broadcast_tests {
+    use super::broadcast;
+
+    #[test]
+    fn broadcast_follows_numpy() {
+        assert_eq!(broadcast(&[&[4, 1, 3], &[5, 1]]), Some(vec![4, 5, 3]));
+        assert_eq!(broadcast(&[&[2, 3], &[3]]), Some(vec![2, 3]));
+        assert_eq!(broadcast(&[&[2, 3], &[2]]), None);
+        assert_eq!(broadcast(&[&[1], &[]]), Some(vec![1]));
+    }
+}

@@ -31,6 +31,9 @@ pub enum ShapeRule {
     ConvTranspose2d,
     /// `from_params(N=…, C=…, …)`: one integer expression per dimension.
     FromParams(Vec<(String, Expr)>),
+    /// `broadcast(a, b, …)`: NumPy's broadcast of these inputs' shapes (trailing axes aligned,
+    /// each pair equal or one of them 1), of the largest of their ranks.
+    Broadcast { inputs: Vec<String>, rank: usize },
 }
 
 impl ShapeRule {
@@ -39,6 +42,7 @@ impl ShapeRule {
         match self {
             ShapeRule::Conv2d | ShapeRule::ConvTranspose2d => 4,
             ShapeRule::FromParams(dims) => dims.len(),
+            ShapeRule::Broadcast { rank, .. } => *rank,
         }
     }
 }

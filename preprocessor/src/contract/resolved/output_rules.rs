@@ -1,5 +1,5 @@
 //! The rule-level forms of an output: `dtype_rule: passthrough(INPUT)`, and the shape rules
-//! `conv2d(params)`, `conv_transpose2d(params)` and `from_params(…)`.
+//! `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b, …)` and `from_params(…)`.
 
 use super::{ResolvedOutput, Resolver, SHAPE_FUNCTION_CARRIERS, ShapeRule, type_words};
 use crate::contract::raw::{RawContract, RawOutput};
@@ -64,11 +64,14 @@ impl Resolver<'_> {
             ExprKind::Call { name, args, .. } if name == "from_params" => {
                 self.params_rule(rule, args)
             }
+            ExprKind::Call { name, args, .. } if name == "broadcast" => {
+                self.broadcast_rule(raw, rule, &expr, args)
+            }
             _ => {
                 self.bad_rule(
                     rule,
                     &expr,
-                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)` or `from_params(…)`",
+                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b)` or `from_params(…)`",
                     "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
                 );
                 None
@@ -150,6 +153,48 @@ impl Resolver<'_> {
             }
         }
         (dims.len() == args.len() && !dims.is_empty()).then_some(ShapeRule::FromParams(dims))
+    }
+
+    /// `broadcast(a, b, …)`: two or more of the contract's inputs, by name.
+    fn broadcast_rule(
+        &mut self,
+        raw: &RawContract,
+        rule: &Located<String>,
+        expr: &Expr,
+        args: &[expr::Arg],
+    ) -> Option<ShapeRule> {
+        let mut inputs = Vec::new();
+        let mut rank = 0;
+        for arg in args {
+            let named = match &arg.value.kind {
+                ExprKind::Name(name) if arg.name.is_none() => Some(name),
+                _ => None,
+            };
+            let input = named.and_then(|n| raw.inputs.iter().find(|i| &i.name.value == n));
+            let Some(input) = input else {
+                let error = ExprError {
+                    span: arg.value.span,
+                    kind: ExprErrorKind::UnknownName,
+                    message: format!("`{}` is not an input of this contract", arg.value),
+                    help: Some(format!("broadcast inputs by name: {}", input_names(raw))),
+                };
+                self.report_code(rule, 0, &error, Code::BadRule);
+                return None;
+            };
+            let declared = input.rank.as_ref().map_or(0, |r| r.value);
+            rank = rank.max(usize::try_from(declared).unwrap_or(0));
+            inputs.push(input.name.value.clone());
+        }
+        if inputs.len() < 2 {
+            self.bad_rule(
+                rule,
+                expr,
+                "`broadcast` takes two or more inputs",
+                format!("write `broadcast({}, …)`", input_names(raw).replace('`', "")),
+            );
+            return None;
+        }
+        Some(ShapeRule::Broadcast { inputs, rank })
     }
 
     fn bad_rule(&mut self, rule: &Located<String>, expr: &Expr, message: &str, help: String) {

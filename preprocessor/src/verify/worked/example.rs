@@ -114,11 +114,8 @@ fn scan_val(val: &Val, funcs: &mut Vec<Func>) {
             scan_val(a, funcs);
             scan_val(b, funcs);
         }
-        ValKind::Const(_)
-        | ValKind::Param(_)
-        | ValKind::FromInt(..)
-        | ValKind::Slot(_)
-        | ValKind::Read { .. } => {}
+        ValKind::Const(_) | ValKind::Param(_) | ValKind::FromInt(..) => {}
+        ValKind::Slot(_) | ValKind::Read { .. } => {}
     }
 }
 

@@ -118,6 +118,14 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
     ),
     // a broadcast rule off: b's rows read without stretching
     ("add", "b[min(j, b.dim[0] - 1)", 0, "b[min(j, 0)", "FKC0409"),
+    // a shape rule without broadcasting: samples it admits, the kernel refuses
+    (
+        "mul",
+        "broadcast(a, b)",
+        0,
+        "from_params(A=a.dim[0], R=b.dim[0], C=b.dim[1])",
+        "FKC0401",
+    ),
     // an accumulator too narrow: layer_norm's sums claimed in the dtype
     ("layer_norm", "s: f64 = 0", 0, "s: T = 0", "FKC0409"),
     // eps ignored by the semantics
