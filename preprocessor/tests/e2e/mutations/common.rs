@@ -126,6 +126,9 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
         "from_params(A=a.dim[0], R=b.dim[0], C=b.dim[1])",
         "FKC0401",
     ),
+    // cost formulas: the multiply-adds counted once, `b` forgotten in the traffic
+    ("matmul", "\"2 * out.dim[0]", 0, "\"out.dim[0]", "FKC0407"),
+    ("add", "+ b.dim[0] * b.dim[1] + out", 0, "+ out", "FKC0407"),
     // an accumulator too narrow: layer_norm's sums claimed in the dtype
     ("layer_norm", "s: f64 = 0", 0, "s: T = 0", "FKC0409"),
     // eps ignored by the semantics
