@@ -5,7 +5,8 @@
 //! the same tree, and the checker must be sound with respect to the evaluator: if `check`
 //! accepts the expression against a fixed scope, `eval` against bindings of exactly those
 //! types either returns a value of the checked type or fails with arithmetic only (overflow,
-//! division by zero) — never an unknown name, a type error or an index out of range.
+//! division by zero) or an index known only when evaluated (`x.dim[groups]`, `perm[k]`) out of
+//! range — never an unknown name or a type error.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -47,7 +48,9 @@ fn parsed(src: &str, expr: &Expr) {
             Err(err) => assert!(
                 matches!(
                     err.kind,
-                    ExprErrorKind::Overflow | ExprErrorKind::DivisionByZero
+                    ExprErrorKind::Overflow
+                        | ExprErrorKind::DivisionByZero
+                        | ExprErrorKind::IndexOutOfRange
                 ),
                 "checked as {ty} but eval failed with {:?} {err}: {src:?}",
                 err.kind
