@@ -7,7 +7,8 @@ use crate::source::SourceFile;
 use fkc_provider::{FieldInfo, ParamKind};
 use std::sync::Arc;
 
-/// The declared op-param fields must equal the real ones, name for name and kind for kind.
+/// The declared op-param fields must equal the real ones, name for name and kind for kind (an
+/// enumeration's values too), and only an enumeration has `values`.
 pub(super) fn compare_fields(
     contract: &RawContract,
     real: &[FieldInfo],
@@ -21,6 +22,7 @@ pub(super) fn compare_fields(
         .map_or_else(|| contract.kernel.span.clone(), |p| p.span.clone());
     let mut problems = Vec::new();
     for field in declared {
+        problems.extend(values_without_enum(field, source));
         match real.iter().find(|r| r.name == field.name.value) {
             None => problems.push(extra_field(field, real, owner, source)),
             Some(desc) => problems.extend(kind_mismatch(field, desc, owner, source)),
@@ -67,6 +69,26 @@ fn extra_field(
         },
     );
     diagnostic
+}
+
+/// `values` written on a field that is not an enumeration.
+fn values_without_enum(field: &RawParamField, source: &Arc<SourceFile>) -> Option<Diagnostic> {
+    let first = field.values.first()?;
+    if ParamKind::parse(&field.kind.value) == Some(ParamKind::Enum) {
+        return None;
+    }
+    Some(
+        Diagnostic::error(
+            Code::OpParamsMismatch,
+            source,
+            first.span.clone(),
+            format!(
+                "`{}` is `{}`: only an enumeration has `values`",
+                field.name.value, field.kind.value
+            ),
+        )
+        .with_help("write `kind: enum`, or remove `values`"),
+    )
 }
 
 fn kind_mismatch(

@@ -138,8 +138,9 @@ impl<A: Arith> Lower<'_, '_, A> {
             }
             IntKind::Param { param, element } => match (self.params.get(*param), element) {
                 (Some(ParamValue::Int(v)), None) => (IE::Const(*v), Iv::point(i128::from(*v))),
+                // (an element past a list's end is the reference's to report)
                 (Some(ParamValue::Tuple(vs)), Some(i)) => {
-                    let v = vs.get(*i).copied().unwrap_or(0);
+                    let v = *vs.get(*i).ok_or(Bail)?;
                     (IE::Const(v), Iv::point(i128::from(v)))
                 }
                 _ => (IE::Bail, Iv::point(0)),

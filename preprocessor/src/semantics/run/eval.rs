@@ -147,7 +147,17 @@ impl<A: Arith> Frame<'_, A> {
             IntKind::Rank(tensor) => self.program.tensors[*tensor].rank as i64,
             IntKind::Param { param, element } => match (self.inputs.params.get(*param), element) {
                 (Some(ParamValue::Int(v)), None) => *v,
-                (Some(ParamValue::Tuple(vs)), Some(i)) => vs.get(*i).copied().unwrap_or(0),
+                (Some(ParamValue::Tuple(vs)), Some(i)) => match vs.get(*i) {
+                    Some(v) => *v,
+                    None => {
+                        let name = &self.program.params[*param].name;
+                        return Err(Box::new(SemanticsError::run(
+                            e.span,
+                            format!("`{name}` has {} elements: there is no element {i}", vs.len()),
+                            "constrain the list's length (`len(perm) == x.rank`)",
+                        )));
+                    }
+                },
                 _ => {
                     let name = &self.program.params[*param].name;
                     return Err(Box::new(SemanticsError::run(

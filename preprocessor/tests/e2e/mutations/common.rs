@@ -178,6 +178,14 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
         "values: [window, valid, ceil]",
         "FKC0303",
     ),
+    // values on a field that is no enumeration
+    (
+        "leaky_relu",
+        "kind: f64,",
+        0,
+        "kind: f64, values: [low, high],",
+        "FKC0303",
+    ),
     // a parameter kind that is not the kernel's
     ("leaky_relu", "kind: f64", 0, "kind: f32", "FKC0303"),
     ("softmax", "kind: i64", 0, "kind: usize", "FKC0303"),
