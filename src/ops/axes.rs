@@ -67,6 +67,13 @@ pub(crate) fn offset(index: &[usize], strides: &[usize]) -> usize {
     index.iter().zip(strides).map(|(i, s)| i * s).sum()
 }
 
+/// A test tensor of `f64` values (the kernels' unit tests share it).
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn test_tensor(data: &[f64], shape: &[usize]) -> crate::tensor::RefTensor<f64> {
+    crate::tensor::RefTensor::from_vec(data.to_vec(), shape).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -300,16 +300,6 @@ fn transpose_entry<T: Element>(
     one(transpose(required(OP, &ops, 0)?, &perm)?)
 }
 
-/// Defines `pub fn NAME(operands, params)` entry points, each calling a generic body in `T`.
-macro_rules! entry_points {
-    ($($name:ident = $body:expr;)*) => {$(
-        #[doc = concat!("Entry point `fuel_reference_backend::ops::", stringify!($name), "`.")]
-        pub fn $name(operands: &[Option<Operand>], params: &ParamValues) -> Result<Vec<AnyTensor>, ExecError> {
-            ($body)(operands, params)
-        }
-    )*};
-}
-
 entry_points! {
     matmul_f32 = matmul_entry::<f32>;
     matmul_f64 = matmul_entry::<f64>;

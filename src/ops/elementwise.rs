@@ -158,9 +158,7 @@ mod tests {
 
     use super::*;
 
-    fn t(data: &[f64], shape: &[usize]) -> RefTensor<f64> {
-        RefTensor::from_vec(data.to_vec(), shape).unwrap()
-    }
+    use crate::ops::axes::test_tensor as t;
 
     #[test]
     fn broadcast_shapes_follow_numpy() {

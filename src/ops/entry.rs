@@ -228,16 +228,6 @@ fn missing(op: &'static str) -> ExecError {
     .into()
 }
 
-/// Defines `pub fn NAME(operands, params)` entry points, each calling a generic body in `T`.
-macro_rules! entry_points {
-    ($($name:ident = $body:expr;)*) => {$(
-        #[doc = concat!("Entry point `fuel_reference_backend::ops::", stringify!($name), "`.")]
-        pub fn $name(operands: &[Option<Operand>], params: &ParamValues) -> Result<Vec<AnyTensor>, ExecError> {
-            ($body)(operands, params)
-        }
-    )*};
-}
-
 entry_points! {
     conv2d_f32 = |o, v| op_kind_entry::<f32>(OpKind::Conv2D, o, v);
     conv2d_f64 = |o, v| op_kind_entry::<f64>(OpKind::Conv2D, o, v);

@@ -103,9 +103,7 @@ pub fn matmul<T: Element>(
 mod tests {
     use super::*;
 
-    fn t(data: &[f64], shape: &[usize]) -> RefTensor<f64> {
-        RefTensor::from_vec(data.to_vec(), shape).unwrap()
-    }
+    use crate::ops::axes::test_tensor as t;
 
     /// The transpose of the last two axes of a rank-3 tensor.
     fn swap(x: &RefTensor<f64>) -> RefTensor<f64> {

@@ -6,6 +6,16 @@
 //! `conv2d_f32` are the link-registry entry points (`fuel_reference_backend::ops::conv2d_f32`):
 //! they take operand views and named parameter values, see [`crate::fkc`].
 
+/// Defines (for `entry` and `common_entry`) `pub fn NAME(operands, params)` entry points, each calling a generic body in `T`.
+macro_rules! entry_points {
+    ($($name:ident = $body:expr;)*) => {$(
+        #[doc = concat!("Entry point `fuel_reference_backend::ops::", stringify!($name), "`.")]
+        pub fn $name(operands: &[Option<Operand>], params: &ParamValues) -> Result<Vec<AnyTensor>, ExecError> {
+            ($body)(operands, params)
+        }
+    )*};
+}
+
 pub mod avg_pool2d;
 mod axes;
 mod common;

@@ -158,9 +158,7 @@ pub fn layer_norm<T: Element>(
 mod tests {
     use super::*;
 
-    fn t(data: &[f64], shape: &[usize]) -> RefTensor<f64> {
-        RefTensor::from_vec(data.to_vec(), shape).unwrap()
-    }
+    use crate::ops::axes::test_tensor as t;
 
     fn close(got: &[f64], want: &[f64]) {
         assert_eq!(got.len(), want.len());

@@ -174,9 +174,7 @@ pub fn cumsum<T: Element>(x: &RefTensor<T>, axis: i64) -> Result<RefTensor<T>, K
 mod tests {
     use super::*;
 
-    fn t(data: &[f64], shape: &[usize]) -> RefTensor<f64> {
-        RefTensor::from_vec(data.to_vec(), shape).unwrap()
-    }
+    use crate::ops::axes::test_tensor as t;
 
     fn p(axes: &[i64], keepdim: bool) -> ReduceParams {
         ReduceParams {
