@@ -84,6 +84,11 @@ pub fn execute_threaded(
         DType::F64 => run::<f64>(params, operands, threads),
         DType::BF16 => run::<bf16>(params, operands, threads),
         DType::F16 => run::<f16>(params, operands, threads),
+        dtype => Err(ExecError::UnsupportedDType {
+            op: kernel,
+            dtype,
+            admitted: admitted_dtypes(op),
+        }),
     }
 }
 

@@ -20,9 +20,10 @@ use crate::dispatch::{
 use crate::dtype::DType;
 use crate::error::{ExecError, Rejection};
 pub use crate::fkc_common::{
-    AVG_POOL2D_FIELDS, AVG_POOL2D_INPUTS, AXIS_FIELDS, BINARY_INPUTS, LAYER_NORM_FIELDS,
-    LAYER_NORM_INPUTS, LEAKY_RELU_FIELDS, MATMUL_FIELDS, MATMUL_INPUTS, REDUCE_FIELDS,
-    REDUCE_INPUTS, TRANSPOSE_FIELDS, TRANSPOSE_INPUTS, UNARY_INPUTS,
+    AVG_POOL2D_FIELDS, AVG_POOL2D_INPUTS, AXIS_FIELDS, BINARY_INPUTS, EMBEDDING_INPUTS,
+    LAYER_NORM_FIELDS, LAYER_NORM_INPUTS, LEAKY_RELU_FIELDS, MATMUL_FIELDS, MATMUL_INPUTS,
+    QMATMUL_FIELDS, QMATMUL_INPUTS, REDUCE_FIELDS, REDUCE_INPUTS, TRANSPOSE_FIELDS,
+    TRANSPOSE_INPUTS, UNARY_INPUTS,
 };
 use crate::tensor::AnyTensor;
 use crate::view::Operand;
@@ -115,7 +116,8 @@ const CONTIG: Option<&str> = Some(OpKind::Contiguize.name());
 /// `conv2d` and `conv_transpose2d` F32/F64 (what the executor admits); `conv2d_simple`,
 /// `max_pool2d` and `contiguize` all four; the threaded variants (`threads` one more field,
 /// no op kind of their own) as their one-thread kernels; the describe-only common ops
-/// ([`crate::fkc_common`]) F32/F64, and `add`, `mul`, `transpose` all four.
+/// ([`crate::fkc_common`]) F32/F64, `mul`, `transpose` and `embedding` all four floats, `add`
+/// the four floats and F8E5M2, I8, I32 (wrapping), `qmatmul` I8 only.
 #[rustfmt::skip]
 pub static ENTRY_POINTS: &[KernelRef] = &[
     kernel_ref!("conv2d", conv2d_f32, F32, CONV2D, CONV2D_INPUTS, CONV2D_FIELDS),
@@ -149,6 +151,9 @@ pub static ENTRY_POINTS: &[KernelRef] = &[
     kernel_ref!("add", add_f64, F64, None, BINARY_INPUTS, &[]),
     kernel_ref!("add", add_bf16, BF16, None, BINARY_INPUTS, &[]),
     kernel_ref!("add", add_f16, F16, None, BINARY_INPUTS, &[]),
+    kernel_ref!("add", add_f8e5m2, F8E5M2, None, BINARY_INPUTS, &[]),
+    kernel_ref!("add", add_i8, I8, None, BINARY_INPUTS, &[]),
+    kernel_ref!("add", add_i32, I32, None, BINARY_INPUTS, &[]),
     kernel_ref!("mul", mul_f32, F32, None, BINARY_INPUTS, &[]),
     kernel_ref!("mul", mul_f64, F64, None, BINARY_INPUTS, &[]),
     kernel_ref!("mul", mul_bf16, BF16, None, BINARY_INPUTS, &[]),
@@ -173,6 +178,11 @@ pub static ENTRY_POINTS: &[KernelRef] = &[
     kernel_ref!("transpose", transpose_f16, F16, None, TRANSPOSE_INPUTS, TRANSPOSE_FIELDS),
     kernel_ref!("cumsum", cumsum_f32, F32, None, UNARY_INPUTS, AXIS_FIELDS),
     kernel_ref!("cumsum", cumsum_f64, F64, None, UNARY_INPUTS, AXIS_FIELDS),
+    kernel_ref!("embedding", embedding_f32, F32, None, EMBEDDING_INPUTS, &[]),
+    kernel_ref!("embedding", embedding_f64, F64, None, EMBEDDING_INPUTS, &[]),
+    kernel_ref!("embedding", embedding_bf16, BF16, None, EMBEDDING_INPUTS, &[]),
+    kernel_ref!("embedding", embedding_f16, F16, None, EMBEDDING_INPUTS, &[]),
+    kernel_ref!("qmatmul", qmatmul_i8, I8, None, QMATMUL_INPUTS, QMATMUL_FIELDS),
 ];
 
 /// The reference backend as a provider: its link registry with its op kinds, carriers and
@@ -242,6 +252,6 @@ mod tests {
             }
         }
         assert!(entry_point("fuel_reference_backend::ops::conv2d_bf16").is_none());
-        assert_eq!(ENTRY_POINTS.len(), 54);
+        assert_eq!(ENTRY_POINTS.len(), 62);
     }
 }

@@ -1,11 +1,14 @@
 //! Operands and parameter fields of the describe-only common kernels — `matmul`, `add`, `mul`,
-//! `gelu`, `softmax`, `layer_norm`, `reduce_sum`, `reduce_mean`, `avg_pool2d`, `transpose`,
-//! `cumsum` — as the link registry ([`crate::fkc::ENTRY_POINTS`]) describes them.
+//! `gelu`, `leaky_relu`, `softmax`, `layer_norm`, `reduce_sum`, `reduce_mean`, `avg_pool2d`,
+//! `transpose`, `cumsum`, `embedding`, `qmatmul` — as the link registry
+//! ([`crate::fkc::ENTRY_POINTS`]) describes them.
 //!
 //! None of them has an `OpKind` or an `OpParams` variant. An operand marked `any_rank` takes
-//! any rank; its `rank` is the one samples use by default.
+//! any rank; its `rank` is the one samples use by default. An operand with a `dtype` has that
+//! dtype whatever the entry point's (`embedding`'s `I64` ids).
 
 use crate::dispatch::{FieldDesc, OperandDesc, ParamKind};
+use crate::dtype::DType;
 use crate::ops::avg_pool2d::AvgDivisor;
 
 /// An operand of any rank (`rank`: the samples' default).
@@ -127,6 +130,24 @@ pub const TRANSPOSE_FIELDS: &[FieldDesc] = &[FieldDesc::new(
     "a permutation of 0..rank: out.shape[i] = x.shape[perm[i]]",
 )];
 
+/// `embedding` operands: `ids [N, L]`, always `I64`, and `weight [V, D]` in the entry point's
+/// dtype.
+pub const EMBEDDING_INPUTS: &[OperandDesc] = &[
+    OperandDesc::required("ids", 2).of_dtype(DType::I64),
+    OperandDesc::required("weight", 2),
+];
+
+/// `qmatmul` operands: `a [M, K]` and `b [K, N]`, both `I8` (the entry point's dtype).
+pub const QMATMUL_INPUTS: &[OperandDesc] =
+    &[OperandDesc::required("a", 2), OperandDesc::required("b", 2)];
+
+/// `qmatmul` parameters.
+pub const QMATMUL_FIELDS: &[FieldDesc] = &[FieldDesc::new(
+    "scale",
+    ParamKind::F32,
+    "each i32 sum is multiplied by it in f32, rounded to even and saturated to i8; any value (NaN gives 0)",
+)];
+
 /// The common kernels: each reads its operands through any view (strided, offset, stride-0,
 /// reversed), unlike the seed's kernels, which refuse what is not packed.
 pub const COMMON_KERNELS: &[&str] = &[
@@ -142,6 +163,8 @@ pub const COMMON_KERNELS: &[&str] = &[
     "cumsum",
     "avg_pool2d",
     "transpose",
+    "embedding",
+    "qmatmul",
 ];
 
 /// Whether `kernel` is one of the [`COMMON_KERNELS`] (it accepts any layout).

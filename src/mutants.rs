@@ -56,6 +56,23 @@ pub enum Mutant {
     /// `cumsum`: each output sums its prefix in descending order (`x_t` first), the same
     /// terms in another order.
     CumsumReverseOrder,
+    /// `embedding`: the range check lets `id == V` through (`id > V` instead of `id >= V`)
+    /// and the row is then taken `id % V`, so `id == V` reads row 0 instead of being refused.
+    EmbeddingInclusiveBound,
+    /// `embedding`: a negative id is taken from the end (Python-style, row `V + id`) instead
+    /// of being refused.
+    EmbeddingNegativeWraps,
+    /// `qmatmul`: the dot product accumulates in `i16` (wrapping) and is widened to `i32` only
+    /// afterwards, so a sum beyond ±2^15 wraps early.
+    QmatmulNarrowAccumulator,
+    /// `qmatmul`: the rounded product is converted through `i32` and then `as i8`, which wraps
+    /// instead of saturating at `[-128, 127]`.
+    QmatmulWrappingRequantize,
+    /// `qmatmul`: the product rounds half away from zero (`f32::round`) instead of to even.
+    QmatmulRoundHalfAway,
+    /// `add` on integers (`I8`, `I32`): `saturating_add` instead of the specified wrapping
+    /// two's-complement addition.
+    AddIntSaturates,
 }
 
 #[cfg(feature = "mutants")]

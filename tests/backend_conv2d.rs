@@ -6,7 +6,7 @@
 mod util;
 
 use fuel_reference_backend::ops::{Conv2dParams, conv2d};
-use fuel_reference_backend::{Element, KernelErrorKind, RefTensor};
+use fuel_reference_backend::{Element, KernelErrorKind, RefTensor, Scalar};
 use half::{bf16, f16};
 use util::{
     Case, Rng, arange, assert_within_bound, bits, f64s, naive_conv2d, oracle_conv2d, tensor,
@@ -259,7 +259,7 @@ fn half_precision_accumulates_in_t_not_f32() {
     .unwrap();
     let widened: f32 = xv.iter().map(|&v| v as f32).sum();
     assert_eq!(bf16::from_f32(widened).to_f64(), 1.0078125);
-    assert_eq!(Element::to_f64(out.data()[0]), 1.0);
+    assert_eq!(Scalar::to_f64(out.data()[0]), 1.0);
 
     // f16 has 11 significand bits: the same with 2^-11.
     let xv = [1.0, 1.0 / 2048.0, 1.0 / 2048.0];
@@ -272,7 +272,7 @@ fn half_precision_accumulates_in_t_not_f32() {
     .unwrap();
     let widened: f32 = xv.iter().map(|&v| v as f32).sum();
     assert_eq!(f16::from_f32(widened).to_f64(), 1.0 + 1.0 / 1024.0);
-    assert_eq!(Element::to_f64(out.data()[0]), 1.0);
+    assert_eq!(Scalar::to_f64(out.data()[0]), 1.0);
 }
 
 fn err(c: &Case, bias: Option<&[usize]>) -> fuel_reference_backend::KernelError {

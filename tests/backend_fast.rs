@@ -307,6 +307,7 @@ fn nan_bits<T: Element>(r: u64) -> u64 {
         DType::F32 => (0x7f80_0000, 0x007f_ffff, 1 << 31),
         DType::BF16 => (0x7f80, 0x007f, 1 << 15),
         DType::F16 => (0x7c00, 0x03ff, 1 << 15),
+        other => unreachable!("{other} is not a float kernel's dtype"),
     };
     let payload = 1 + (r >> 8) % mantissa;
     exponent | payload | if r & 1 == 1 { sign } else { 0 }

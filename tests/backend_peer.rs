@@ -10,7 +10,7 @@ use fuel_reference_backend::ops::{
     conv2d, conv2d_simple, max_pool2d,
 };
 use fuel_reference_backend::{
-    AnyTensor, DType, Element, KernelError, Operand, ParamValue, ParamValues, RefTensor,
+    AnyTensor, DType, Element, KernelError, Operand, ParamValue, ParamValues, RefTensor, Scalar,
     entry_point,
 };
 use serde_json::Value;
@@ -59,7 +59,7 @@ fn close(got: &[f64], want: &[f64], rel: f64, what: &str) {
 }
 
 fn as_f64<T: Element>(t: &RefTensor<T>) -> Vec<f64> {
-    t.data().iter().map(|&v| Element::to_f64(v)).collect()
+    t.data().iter().map(|&v| Scalar::to_f64(v)).collect()
 }
 
 /// Checks one precision's result against the peer (or the peer's rejection).

@@ -8,7 +8,7 @@ mod util;
 use fuel_reference_backend::ops::{
     Conv2dParams, Conv2dSimpleParams, MaxPool2dParams, conv2d, conv2d_simple, max_pool2d,
 };
-use fuel_reference_backend::{Element, KernelErrorKind, RefTensor};
+use fuel_reference_backend::{Element, KernelErrorKind, RefTensor, Scalar};
 use half::{bf16, f16};
 use util::{Rng, arange, bits, tensor};
 
@@ -181,7 +181,7 @@ fn max_pool2d_nan_is_ignored_unless_the_whole_window_is_nan() {
         },
     )
     .unwrap();
-    assert_eq!(Element::to_f64(out.data()[0]), 2.0);
+    assert_eq!(Scalar::to_f64(out.data()[0]), 2.0);
 }
 
 #[test]
@@ -228,7 +228,7 @@ fn max_pool2d_matches_window_definition_and_is_exact() {
                         .flat_map(|a| (0..k).map(move |b| (a, b)))
                         .map(|(a, b)| plane[(oh * s + a) * xs[3] + ow * s + b])
                         .fold(f64::NEG_INFINITY, f64::max);
-                    assert_eq!(Element::to_f64(got.data()[i]), m);
+                    assert_eq!(Scalar::to_f64(got.data()[i]), m);
                     i += 1;
                 }
             }

@@ -18,6 +18,9 @@ pub struct OperandInfo {
     pub optional: bool,
     /// Accepts any rank.
     pub any_rank: bool,
+    /// The operand's own dtype (absent: the entry point's); new in protocol 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<DType>,
 }
 
 /// One parameter field.
@@ -112,6 +115,7 @@ impl From<&OperandDesc> for OperandInfo {
             rank: d.rank,
             optional: d.optional,
             any_rank: d.any_rank,
+            dtype: d.dtype,
         }
     }
 }

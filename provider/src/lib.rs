@@ -8,7 +8,7 @@
 //! stays in mdbook-fkc; a provider only describes and calls.
 //!
 //! - [`dtype`]: `DType`; [`tensor`]: the dtype-erased owned tensor `AnyTensor` (and the typed
-//!   `RefTensor<T>` over [`Element`]); [`view`]: `Operand`, a strided / offset / stride-0 /
+//!   `RefTensor<T>` over [`Scalar`]); [`f8`]: the 8-bit float `F8E5M2`; [`view`]: `Operand`, a strided / offset / stride-0 /
 //!   reversed view of one; [`shape`]: checked shape arithmetic.
 //! - [`registry`]: `Registry`, `KernelRef`, `OperandDesc`, `FieldDesc`, `ParamKind`,
 //!   `VariantDesc`, `ParamValues`; [`describe`]: their owned form, as the protocol sends it.
@@ -93,6 +93,7 @@ pub mod call;
 pub mod describe;
 pub mod dtype;
 pub mod error;
+pub mod f8;
 pub mod identity;
 pub mod param;
 pub mod protocol;
@@ -104,10 +105,11 @@ pub mod view;
 pub use describe::{Description, EntryPointInfo, FieldInfo, LevelInfo, OperandInfo, VariantInfo};
 pub use dtype::DType;
 pub use error::{KernelError, KernelErrorKind, Rejection, TensorError};
+pub use f8::F8E5M2;
 pub use protocol::{PROTOCOL_VERSION, serve};
 pub use registry::{
     EntryFn, ExecuteFn, FieldDesc, KernelRef, OperandDesc, ParamKind, ParamValue, ParamValues,
     Registry, VariantDesc,
 };
-pub use tensor::{AnyTensor, Element, RefTensor};
+pub use tensor::{AnyTensor, Element, RefTensor, Scalar};
 pub use view::{LayoutFlags, Operand};

@@ -5,7 +5,7 @@
 //! answer repeats it, so that an answer to a call that was never asked, or a second answer to
 //! one, is caught at the call that caused it instead of being read as the answer to the next:
 //!
-//! - `{"id":0,"method":"handshake","protocol":2}` → `{"id":0,"hello":{"protocol":2,
+//! - `{"id":0,"method":"handshake","protocol":3}` → `{"id":0,"hello":{"protocol":3,
 //!   "provider":…,"registry":…,"crate_name":…,"revision":…,"build":…}}` (the provider answers
 //!   with its own version, whatever the host's; the host decides whether it can talk to it).
 //! - `{"id":1,"method":"describe"}` → `{"id":1,"description":{…}}`: every entry point, op kind
@@ -24,14 +24,18 @@
 //! directory.
 //!
 //! Tensors travel as dtype, shape and the elements' bit patterns in hexadecimal, fixed width per
-//! dtype (4 digits for BF16/F16, 8 for F32, 16 for F64), so every value arrives bit for bit —
+//! dtype (two digits per byte: 2 for F8E5M2/I8/U8/Bool, 4 for BF16/F16, 8 for F32/I32, 16 for
+//! F64/I64; integers in two's complement, a Bool as `00` or `01`), so every value arrives bit for bit —
 //! NaN payloads, signed zeros and subnormals included. An operand is a storage tensor plus the
 //! view's shape, element strides (possibly 0 or negative) and start offset, as in DLPack.
 //! [`serve`] is the whole provider side; anything a provider prints on stdout besides responses
 //! breaks the protocol, so kernels must log to stderr.
 //!
-//! Version history: 1 had no ids; 2 (this crate since 0.2) added `id` to every message. A host
-//! speaking 2 refuses a provider that greets it with 1 (mdbook-fkc reports FKC0313).
+//! Version history: 1 had no ids; 2 (this crate since 0.2) added `id` to every message; 3 (since
+//! 0.5) added the dtypes F8E5M2, I8, U8, I32, I64 and Bool, and an operand's own `dtype` in the
+//! description (an `I64` index operand of an `F32` kernel). A host speaking 3 talks to a
+//! provider that greets it with 2 and never sends it a dtype protocol 2 lacks
+//! ([`dtypes_of`]); it refuses one that greets it with 1 (mdbook-fkc reports FKC0313).
 
 use std::io::{self, BufRead, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -47,7 +51,19 @@ use crate::tensor::AnyTensor;
 use crate::view::Operand;
 
 /// The protocol version this crate speaks.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
+
+/// The oldest protocol version a host of this crate still talks to.
+pub const OLDEST_PROTOCOL: u32 = 2;
+
+/// The dtypes a peer speaking protocol `version` knows.
+pub fn dtypes_of(version: u32) -> &'static [DType] {
+    if version >= 3 {
+        &DType::ALL
+    } else {
+        &DType::PROTOCOL_2
+    }
+}
 
 /// A tensor on the wire: `{"dtype":"F32","shape":[2,3],"bits":"3f800000…"}`.
 ///

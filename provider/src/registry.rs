@@ -82,16 +82,28 @@ pub struct OperandDesc {
     pub optional: bool,
     /// Accepts any rank.
     pub any_rank: bool,
+    /// The operand's own dtype, whatever the entry point's (`I64` indices of an `F32` gather);
+    /// `None`: the entry point's dtype.
+    pub dtype: Option<DType>,
 }
 
 impl OperandDesc {
-    /// A required operand of a fixed rank.
+    /// A required operand of a fixed rank, in the entry point's dtype.
     pub const fn required(name: &'static str, rank: usize) -> OperandDesc {
         OperandDesc {
             name,
             rank,
             optional: false,
             any_rank: false,
+            dtype: None,
+        }
+    }
+
+    /// The same operand, always of `dtype`.
+    pub const fn of_dtype(self, dtype: DType) -> OperandDesc {
+        OperandDesc {
+            dtype: Some(dtype),
+            ..self
         }
     }
 }

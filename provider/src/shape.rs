@@ -32,6 +32,11 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
 
 /// A zero-filled buffer of `len` elements; allocation failure is an `Overflow` error.
 pub fn zeroed_vec<T: Copy + num_traits::Zero>(len: usize) -> Result<Vec<T>, TensorError> {
+    filled_vec(len, T::zero())
+}
+
+/// A buffer of `len` copies of `value`; allocation failure is an `Overflow` error.
+pub fn filled_vec<T: Copy>(len: usize, value: T) -> Result<Vec<T>, TensorError> {
     let mut data = Vec::new();
     data.try_reserve_exact(len).map_err(|_| {
         TensorError::new(
@@ -39,7 +44,7 @@ pub fn zeroed_vec<T: Copy + num_traits::Zero>(len: usize) -> Result<Vec<T>, Tens
             format!("cannot allocate {len} elements"),
         )
     })?;
-    data.resize(len, T::zero());
+    data.resize(len, value);
     Ok(data)
 }
 

@@ -1,11 +1,12 @@
 //! Entry points of the describe-only common kernels (`matmul`, `add`, `mul`, `gelu`,
-//! `softmax`, `layer_norm`, `reduce_sum`, `reduce_mean`, `avg_pool2d`, `transpose`, `cumsum`).
+//! `leaky_relu`, `softmax`, `layer_norm`, `reduce_sum`, `reduce_mean`, `avg_pool2d`,
+//! `transpose`, `cumsum`, `embedding`, `qmatmul`).
 //!
 //! Same signature as every entry point ([`crate::fkc`]). Unlike the convolutions', these
 //! accept operands of any layout (strided, offset, reversed, broadcast views): each operand is
 //! read through its logical indices, packed bit for bit into a contiguous tensor, and the
-//! output is a new row-major tensor. An operand whose dtype is not the symbol's is
-//! `WrongDType`. Parameters must be exactly the kernel's fields, each read by its declared
+//! output is a new row-major tensor. An operand whose dtype is not the one it is declared with
+//! (its own, like `embedding`'s `I64` ids, else the symbol's) is `WrongDType`. Parameters must be exactly the kernel's fields, each read by its declared
 //! kind with the lenient accessors (a JSON `3` is accepted for an `i64` field, `[1, 0]` for a
 //! `Vec<usize>` one, …); anything else is `BadParams`.
 
@@ -17,71 +18,116 @@ use crate::dispatch::{FieldDesc, OperandDesc, ParamValue, ParamValues};
 use crate::error::{ExecError, KernelError, KernelErrorKind};
 use crate::exec::check_arity;
 use crate::fkc_common::{
-    AVG_POOL2D_FIELDS, AVG_POOL2D_INPUTS, AXIS_FIELDS, BINARY_INPUTS, LAYER_NORM_FIELDS,
-    LAYER_NORM_INPUTS, LEAKY_RELU_FIELDS, MATMUL_FIELDS, MATMUL_INPUTS, REDUCE_FIELDS,
-    REDUCE_INPUTS, TRANSPOSE_FIELDS, TRANSPOSE_INPUTS, UNARY_INPUTS,
+    AVG_POOL2D_FIELDS, AVG_POOL2D_INPUTS, AXIS_FIELDS, BINARY_INPUTS, EMBEDDING_INPUTS,
+    LAYER_NORM_FIELDS, LAYER_NORM_INPUTS, LEAKY_RELU_FIELDS, MATMUL_FIELDS, MATMUL_INPUTS,
+    QMATMUL_FIELDS, QMATMUL_INPUTS, REDUCE_FIELDS, REDUCE_INPUTS, TRANSPOSE_FIELDS,
+    TRANSPOSE_INPUTS, UNARY_INPUTS,
 };
 use crate::ops::avg_pool2d::{AvgDivisor, AvgPool2dParams, avg_pool2d};
-use crate::ops::elementwise::{add, gelu, leaky_relu, mul};
+use crate::ops::elementwise::{add, add_e5m2, add_wrapping, gelu, leaky_relu, mul};
+use crate::ops::gather::embedding;
 use crate::ops::linalg::{MatmulParams, matmul};
 use crate::ops::normalize::{LayerNormParams, layer_norm, softmax};
+use crate::ops::quantized::{QmatmulParams, qmatmul};
 use crate::ops::reduce::{ReduceParams, cumsum, reduce_mean, reduce_sum};
 use crate::ops::transpose::transpose;
-use crate::tensor::{AnyTensor, Element, RefTensor};
+use crate::tensor::{AnyTensor, Element, F8E5M2, RefTensor, Scalar};
 use crate::view::Operand;
+
+/// Checks the operand count and that every present operand has its declared dtype: the
+/// desc's own, else `T`'s (`WrongDType` otherwise).
+fn check_operands<T: Scalar>(
+    op: &'static str,
+    descs: &[OperandDesc],
+    operands: &[Option<Operand>],
+) -> Result<(), ExecError> {
+    check_arity(op, descs, operands)?;
+    for (desc, operand) in descs.iter().zip(operands) {
+        let expected = desc.dtype.unwrap_or(T::DTYPE);
+        if let Some(operand) = operand.as_ref().filter(|o| o.dtype() != expected) {
+            return Err(ExecError::WrongDType {
+                op,
+                operand: desc.name,
+                expected,
+                found: operand.dtype(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `operand` packed into a contiguous `RefTensor<U>` (borrowed when it already is one).
+fn pack<'a, U: Scalar>(
+    op: &'static str,
+    desc: &OperandDesc,
+    operand: &'a Operand,
+) -> Result<Cow<'a, RefTensor<U>>, ExecError> {
+    let whole = U::peel(operand.storage())
+        .filter(|t| operand.is_contiguous() && t.shape() == operand.shape());
+    if let Some(t) = whole {
+        return Ok(Cow::Borrowed(t));
+    }
+    let packed = operand.packed()?;
+    let t = U::peel(&packed).ok_or_else(|| ExecError::WrongDType {
+        op,
+        operand: desc.name,
+        expected: U::DTYPE,
+        found: operand.dtype(),
+    })?;
+    Ok(Cow::Owned(t.clone()))
+}
 
 /// Operands in `descs` order (`None` for an absent optional one), each packed into a
 /// contiguous `RefTensor<T>` (borrowed when it already is one).
-fn packed_operands<'a, T: Element>(
+fn packed_operands<'a, T: Scalar>(
     op: &'static str,
     descs: &[OperandDesc],
     operands: &'a [Option<Operand>],
 ) -> Result<Vec<Option<Cow<'a, RefTensor<T>>>>, ExecError> {
-    check_arity(op, descs, operands)?;
-    let wrong = |desc: &OperandDesc, operand: &Operand| ExecError::WrongDType {
-        op,
-        operand: desc.name,
-        expected: T::DTYPE,
-        found: operand.dtype(),
-    };
-    for (desc, operand) in descs.iter().zip(operands) {
-        if let Some(operand) = operand.as_ref().filter(|o| o.dtype() != T::DTYPE) {
-            return Err(wrong(desc, operand));
-        }
-    }
+    check_operands::<T>(op, descs, operands)?;
     descs
         .iter()
         .enumerate()
         .map(|(i, desc)| {
-            let Some(operand) = operands.get(i).and_then(Option::as_ref) else {
-                return Ok(None);
-            };
-            let whole = T::peel(operand.storage())
-                .filter(|t| operand.is_contiguous() && t.shape() == operand.shape());
-            if let Some(t) = whole {
-                return Ok(Some(Cow::Borrowed(t)));
-            }
-            let packed = operand.packed()?;
-            let t = T::peel(&packed).ok_or_else(|| wrong(desc, operand))?;
-            Ok(Some(Cow::Owned(t.clone())))
+            let operand = operands.get(i).and_then(Option::as_ref);
+            operand.map(|o| pack::<T>(op, desc, o)).transpose()
         })
         .collect()
 }
 
+/// The `MissingOperand` failure.
+fn absent(op: &'static str) -> ExecError {
+    KernelError::new(
+        op,
+        KernelErrorKind::MissingOperand,
+        "a required operand is absent",
+    )
+    .into()
+}
+
 /// The required operand in slot `i`.
-fn required<'a, T: Element>(
+fn required<'a, T: Scalar>(
     op: &'static str,
     ops: &'a [Option<Cow<'a, RefTensor<T>>>],
     i: usize,
 ) -> Result<&'a RefTensor<T>, ExecError> {
-    ops.get(i).and_then(|o| o.as_deref()).ok_or_else(|| {
-        KernelError::new(
-            op,
-            KernelErrorKind::MissingOperand,
-            "a required operand is absent",
-        )
-        .into()
-    })
+    ops.get(i)
+        .and_then(|o| o.as_deref())
+        .ok_or_else(|| absent(op))
+}
+
+/// The required operand in slot `i`, checked by [`check_operands`], packed as a `U` (an
+/// operand whose dtype is its own, not the entry point's).
+fn required_as<'a, U: Scalar>(
+    op: &'static str,
+    descs: &[OperandDesc],
+    operands: &'a [Option<Operand>],
+    i: usize,
+) -> Result<Cow<'a, RefTensor<U>>, ExecError> {
+    match (descs.get(i), operands.get(i).and_then(Option::as_ref)) {
+        (Some(desc), Some(operand)) => pack(op, desc, operand),
+        _ => Err(absent(op)),
+    }
 }
 
 /// The optional operand in slot `i`.
@@ -176,7 +222,7 @@ impl<'a> Params<'a> {
     }
 }
 
-fn one<T: Element>(out: RefTensor<T>) -> Result<Vec<AnyTensor>, ExecError> {
+fn one<T: Scalar>(out: RefTensor<T>) -> Result<Vec<AnyTensor>, ExecError> {
     Ok(vec![T::wrap(out)])
 }
 
@@ -201,7 +247,7 @@ fn matmul_entry<T: Element>(
 /// A broadcasting binary kernel (`add`, `mul`).
 type Binary<T> = fn(&RefTensor<T>, &RefTensor<T>) -> Result<RefTensor<T>, KernelError>;
 
-fn binary_entry<T: Element>(
+fn binary_entry<T: Scalar>(
     op: &'static str,
     f: Binary<T>,
     o: &[Option<Operand>],
@@ -300,6 +346,31 @@ fn transpose_entry<T: Element>(
     one(transpose(required(OP, &ops, 0)?, &perm)?)
 }
 
+fn embedding_entry<T: Scalar>(
+    o: &[Option<Operand>],
+    v: &ParamValues,
+) -> Result<Vec<AnyTensor>, ExecError> {
+    const OP: &str = "embedding";
+    check_operands::<T>(OP, EMBEDDING_INPUTS, o)?;
+    Params::new(OP, &[], v)?;
+    let ids = required_as::<i64>(OP, EMBEDDING_INPUTS, o, 0)?;
+    let weight = required_as::<T>(OP, EMBEDDING_INPUTS, o, 1)?;
+    one(embedding(&ids, &weight)?)
+}
+
+fn qmatmul_entry(o: &[Option<Operand>], v: &ParamValues) -> Result<Vec<AnyTensor>, ExecError> {
+    const OP: &str = "qmatmul";
+    let ops = packed_operands::<i8>(OP, QMATMUL_INPUTS, o)?;
+    let params = QmatmulParams {
+        scale: Params::new(OP, QMATMUL_FIELDS, v)?.f32("scale")?,
+    };
+    one(qmatmul(
+        required(OP, &ops, 0)?,
+        required(OP, &ops, 1)?,
+        &params,
+    )?)
+}
+
 entry_points! {
     matmul_f32 = matmul_entry::<f32>;
     matmul_f64 = matmul_entry::<f64>;
@@ -307,6 +378,9 @@ entry_points! {
     add_f64 = |o, v| binary_entry::<f64>("add", add, o, v);
     add_bf16 = |o, v| binary_entry::<bf16>("add", add, o, v);
     add_f16 = |o, v| binary_entry::<f16>("add", add, o, v);
+    add_f8e5m2 = |o, v| binary_entry::<F8E5M2>("add", add_e5m2, o, v);
+    add_i8 = |o, v| binary_entry::<i8>("add", add_wrapping, o, v);
+    add_i32 = |o, v| binary_entry::<i32>("add", add_wrapping, o, v);
     mul_f32 = |o, v| binary_entry::<f32>("mul", mul, o, v);
     mul_f64 = |o, v| binary_entry::<f64>("mul", mul, o, v);
     mul_bf16 = |o, v| binary_entry::<bf16>("mul", mul, o, v);
@@ -331,7 +405,14 @@ entry_points! {
     transpose_f16 = transpose_entry::<f16>;
     cumsum_f32 = |o, v| axis_entry::<f32>("cumsum", cumsum, o, v);
     cumsum_f64 = |o, v| axis_entry::<f64>("cumsum", cumsum, o, v);
+    embedding_f32 = embedding_entry::<f32>;
+    embedding_f64 = embedding_entry::<f64>;
+    embedding_bf16 = embedding_entry::<bf16>;
+    embedding_f16 = embedding_entry::<f16>;
+    qmatmul_i8 = qmatmul_entry;
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod typed_tests;

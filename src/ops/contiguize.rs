@@ -4,12 +4,12 @@
 
 use crate::error::{ExecError, KernelError, KernelErrorKind};
 use crate::shape::numel;
-use crate::tensor::{Element, RefTensor};
+use crate::tensor::{RefTensor, Scalar};
 use crate::view::Operand;
 
 /// Copies the view `x` into a fresh contiguous tensor with the same shape and logical values.
 /// Fails with `DType` if the storage is not `T`.
-pub fn contiguize<T: Element>(x: &Operand) -> Result<RefTensor<T>, KernelError> {
+pub fn contiguize<T: Scalar>(x: &Operand) -> Result<RefTensor<T>, KernelError> {
     let storage = T::peel(x.storage()).ok_or_else(|| {
         KernelError::new(
             "contiguize",
@@ -32,5 +32,12 @@ pub fn contiguize_any(x: &Operand) -> Result<crate::tensor::AnyTensor, ExecError
         DType::F64 => contiguize::<f64>(x)?.into(),
         DType::BF16 => contiguize::<bf16>(x)?.into(),
         DType::F16 => contiguize::<f16>(x)?.into(),
+        dtype => {
+            return Err(ExecError::UnsupportedDType {
+                op: "contiguize",
+                dtype,
+                admitted: &DType::PROTOCOL_2,
+            });
+        }
     })
 }

@@ -1,11 +1,13 @@
-//! Element-wise kernels: `add` and `mul` with NumPy broadcasting, and `gelu` in its exact erf
-//! form.
+//! Element-wise kernels: `add` and `mul` with NumPy broadcasting (floats; `add` also on
+//! wrapping integers and E5M2), `leaky_relu`, and `gelu` in its exact erf form.
+
+use num_traits::{SaturatingAdd, WrappingAdd};
 
 use crate::error::{KernelError, KernelErrorKind};
 use crate::mutants::{Mutant, active};
 use crate::ops::axes::{offset, packed_strides, step_index};
 use crate::shape::numel;
-use crate::tensor::{Element, RefTensor};
+use crate::tensor::{Element, F8E5M2, RefTensor, Scalar};
 
 /// `shape` padded with 1s to `rank` dimensions: in front (NumPy: trailing dimensions align),
 /// or behind when `leading` (the `AddBroadcastAlignsLeading` mutant).
@@ -64,8 +66,9 @@ fn broadcast_strides(padded: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-/// `f(a[ia], b[ib])` for every output position of the broadcast, in row-major order.
-fn broadcast_binary<T: Element>(
+/// `f(a[ia], b[ib])` for every output position of the broadcast, in row-major order: the one
+/// broadcasting loop every binary element-wise kernel shares, whatever the element type.
+fn broadcast_binary<T: Scalar>(
     op: &'static str,
     a: &RefTensor<T>,
     b: &RefTensor<T>,
@@ -98,6 +101,32 @@ fn broadcast_binary<T: Element>(
 /// sum. No accumulator (one operation per element).
 pub fn add<T: Element>(a: &RefTensor<T>, b: &RefTensor<T>) -> Result<RefTensor<T>, KernelError> {
     broadcast_binary("add", a, b, |x, y| x + y)
+}
+
+/// `a + b` on integers with NumPy broadcasting like [`add`]: each element is one
+/// two's-complement addition that wraps on overflow (`i8`: `127 + 1 = -128`). Exact otherwise;
+/// no accumulator.
+pub fn add_wrapping<T: Scalar + WrappingAdd + SaturatingAdd>(
+    a: &RefTensor<T>,
+    b: &RefTensor<T>,
+) -> Result<RefTensor<T>, KernelError> {
+    if active(Mutant::AddIntSaturates) {
+        return broadcast_binary("add", a, b, |x, y| x.saturating_add(&y));
+    }
+    broadcast_binary("add", a, b, |x, y| x.wrapping_add(&y))
+}
+
+/// `a + b` in E5M2 with NumPy broadcasting like [`add`]: both values widened to `f64`, where
+/// their sum is exact (E5M2 has 3 significand bits and exponents -16..=15), then rounded once
+/// to E5M2 (nearest, ties to even; beyond 57344 by half a step or more: ±Inf; NaN in, NaN
+/// out).
+pub fn add_e5m2(
+    a: &RefTensor<F8E5M2>,
+    b: &RefTensor<F8E5M2>,
+) -> Result<RefTensor<F8E5M2>, KernelError> {
+    broadcast_binary("add", a, b, |x, y| {
+        F8E5M2::from_f64(x.to_f64() + y.to_f64())
+    })
 }
 
 /// `a · b` with NumPy broadcasting, exactly like [`add`]: one `T` multiplication per element,
@@ -146,7 +175,7 @@ pub fn gelu<T: Element>(x: &RefTensor<T>) -> Result<RefTensor<T>, KernelError> {
     let out = x
         .data()
         .iter()
-        .map(|&v| T::from_f64(gelu_f64(Element::to_f64(v))))
+        .map(|&v| T::from_f64(gelu_f64(Scalar::to_f64(v))))
         .collect();
     Ok(RefTensor::from_vec(out, x.shape())?)
 }
@@ -220,6 +249,56 @@ mod tests {
         let product = mul(&a, &b).unwrap().data()[0];
         let exact = 3.0 * bf16::from_f64(1.0 / 3.0).to_f64();
         assert_eq!(product, bf16::from_f64(exact));
+    }
+
+    fn ints<T: Scalar>(values: &[i64], shape: &[usize]) -> RefTensor<T> {
+        let data = values.iter().map(|&v| T::from_f64(v as f64)).collect();
+        RefTensor::from_vec(data, shape).unwrap()
+    }
+
+    #[test]
+    fn integer_add_wraps_and_broadcasts() {
+        let a = ints::<i8>(&[127, -128, 100, 5], &[2, 2]);
+        let b = ints::<i8>(&[1, -1], &[2]);
+        let out = add_wrapping(&a, &b).unwrap();
+        assert_eq!(out.shape(), &[2, 2]);
+        assert_eq!(out.data(), &[-128, 127, 101, 4]);
+        let a = ints::<i32>(&[i64::from(i32::MAX), i64::from(i32::MIN), 7], &[3, 1]);
+        let b = ints::<i32>(&[1, -1], &[1, 2]);
+        let out = add_wrapping(&a, &b).unwrap();
+        assert_eq!(out.shape(), &[3, 2]);
+        let want = [i32::MIN, i32::MAX - 1, i32::MIN + 1, i32::MAX, 8, 6];
+        assert_eq!(out.data(), &want);
+        let e = add_wrapping(&ints::<i8>(&[0; 2], &[2]), &ints::<i8>(&[0; 3], &[3])).unwrap_err();
+        assert_eq!(e.kind, KernelErrorKind::ShapeMismatch);
+    }
+
+    #[test]
+    fn e5m2_add_rounds_the_exact_sum_once() {
+        let e = |v: f64| F8E5M2::from_f64(v);
+        let a = RefTensor::from_vec(vec![e(1.0), e(1.0), e(57344.0), e(-0.0)], &[4]).unwrap();
+        // 1 + 0.125 is a tie between 1 and 1.25 (even: 1); 1 + 0.1875 rounds up to 1.25;
+        // 57344 + 4096 is halfway to the next step: Inf; -0 + -0 stays -0.
+        let b = RefTensor::from_vec(vec![e(0.125), e(0.1875), e(4096.0), e(-0.0)], &[4]).unwrap();
+        let out = add_e5m2(&a, &b).unwrap();
+        let got: Vec<f64> = out.data().iter().map(|v| v.to_f64()).collect();
+        assert_eq!(got[..2], [1.0, 1.25]);
+        assert_eq!(got[2], f64::INFINITY);
+        assert_eq!(out.data()[3].to_bits(), 0x80);
+        let nan = RefTensor::from_vec(vec![e(f64::INFINITY)], &[]).unwrap();
+        let minus = RefTensor::from_vec(vec![e(f64::NEG_INFINITY)], &[1]).unwrap();
+        assert!(add_e5m2(&nan, &minus).unwrap().data()[0].to_f64().is_nan());
+    }
+
+    #[cfg(feature = "mutants")]
+    #[test]
+    fn add_int_saturates_mutant_changes_an_overflowing_sum() {
+        use crate::mutants::with;
+        let a = ints::<i8>(&[120, -120], &[2]);
+        let b = ints::<i8>(&[10, -10], &[2]);
+        assert_eq!(add_wrapping(&a, &b).unwrap().data(), &[-126, 126]);
+        let bad = with(Some(Mutant::AddIntSaturates), || add_wrapping(&a, &b));
+        assert_eq!(bad.unwrap().data(), &[127, -128]);
     }
 
     #[test]

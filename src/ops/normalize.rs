@@ -4,7 +4,7 @@ use crate::error::{KernelError, KernelErrorKind};
 use crate::mutants::{Mutant, active};
 use crate::ops::axes::{normalize_axis, split_at_axis};
 use crate::shape::zeroed_vec;
-use crate::tensor::{Element, RefTensor};
+use crate::tensor::{Element, RefTensor, Scalar};
 
 /// The axis `softmax` runs along (the `SoftmaxNegativeAxisFromFront` mutant counts a negative
 /// axis from the front).
@@ -130,22 +130,22 @@ pub fn layer_norm<T: Element>(
     for row in x.data().chunks_exact(d.max(1)).take(x.shape()[0]) {
         let mut sum = 0.0f64;
         for v in row {
-            sum += Element::to_f64(*v);
+            sum += Scalar::to_f64(*v);
         }
         let mean = sum / count;
         let mut squares = 0.0f64;
         for v in row {
-            let centred = Element::to_f64(*v) - mean;
+            let centred = Scalar::to_f64(*v) - mean;
             squares += centred * centred;
         }
         let denom = (squares / count + eps).sqrt();
         for (i, v) in row.iter().enumerate() {
-            let mut y = (Element::to_f64(*v) - mean) / denom;
+            let mut y = (Scalar::to_f64(*v) - mean) / denom;
             if let Some(w) = weight {
-                y *= Element::to_f64(w.data()[i]);
+                y *= Scalar::to_f64(w.data()[i]);
             }
             if let Some(b) = bias {
-                y += Element::to_f64(b.data()[i]);
+                y += Scalar::to_f64(b.data()[i]);
             }
             out.push(T::from_f64(y));
         }

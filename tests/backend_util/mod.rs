@@ -3,7 +3,7 @@
 //! definitions in `f64` (for value checks with a rigorous error bound).
 #![allow(dead_code, clippy::unwrap_used, clippy::too_many_arguments)]
 
-use fuel_reference_backend::{Element, RefTensor};
+use fuel_reference_backend::{Element, RefTensor, Scalar};
 
 /// xorshift64* — small, seeded, deterministic.
 pub struct Rng(u64);
@@ -46,7 +46,7 @@ pub fn tensor<T: Element>(values: &[f64], shape: &[usize]) -> RefTensor<T> {
 }
 
 pub fn f64s<T: Element>(t: &RefTensor<T>) -> Vec<f64> {
-    t.data().iter().map(|&v| Element::to_f64(v)).collect()
+    t.data().iter().map(|&v| Scalar::to_f64(v)).collect()
 }
 
 pub fn bits<T: Element>(t: &RefTensor<T>) -> Vec<u64> {
@@ -337,7 +337,7 @@ pub fn oracle_conv_t(c: &Case, x: &[f64], w: &[f64]) -> Option<(Vec<Oracle>, [us
 
 /// Unit roundoff of a dtype.
 pub fn unit_roundoff<T: Element>() -> f64 {
-    Element::to_f64(T::epsilon()) / 2.0
+    Scalar::to_f64(T::epsilon()) / 2.0
 }
 
 /// Asserts |got − oracle| ≤ γ_{k}·Σ|terms| with k = terms + 1 (Higham's bound for recursive

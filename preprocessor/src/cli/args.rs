@@ -211,8 +211,8 @@ Arguments:
   FILE:LINE           the contract's opening fence, as `check` prints it (book/ch.md:12)
 
 Options:
-  --dtype DTYPE       F32, F64, BF16 or F16 (an entry point the contract declares; with
-                      `--check undeclared`, one it does not)
+  --dtype DTYPE       F32, F64, BF16, F16, F8E5M2, I8, U8, I32, I64 or Bool (an entry point
+                      the contract declares; with `--check undeclared`, one it does not)
   --sample SAMPLE     the sample as reports print it: 'x: [1, 4, 3, 3], bias: absent, k = 2'
   --seed SEED         the operand values' seed, decimal or 0x-hex (default 0)
   --check CHECK       order, special or layout: the check with its own operand values;
@@ -517,7 +517,7 @@ fn repro(tail: &[&str]) -> Result<Repro, UsageError> {
                 dtype = Some(DType::from_name(text).ok_or_else(|| {
                     usage(
                         "repro",
-                        &format!("`--dtype` takes F32, F64, BF16 or F16, not `{text}`"),
+                        &format!("`--dtype` takes F32, F64, BF16, F16, F8E5M2, I8, U8, I32, I64 or Bool, not `{text}`"),
                     )
                 })?);
             }

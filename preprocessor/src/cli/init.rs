@@ -40,7 +40,7 @@ const PROVIDER_FILES: [(&str, &str); 6] = [
 /// The fkc-provider crate beside this binary's sources, when it was built from a checkout.
 const FKC_PROVIDER_SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../provider");
 /// The fkc-provider release a scaffold depends on when there is no checkout.
-const FKC_PROVIDER_VERSION: &str = "0.4";
+const FKC_PROVIDER_VERSION: &str = "0.5";
 
 /// Runs `init` in `dir`, scaffolding the provider `provider` when given.
 pub fn init(dir: &Path, provider: Option<&str>) -> Result<ExitCode, CliError> {

@@ -143,6 +143,7 @@ fn signature(raw: &RawContract, outputs: &[(String, usize)], standard: bool) -> 
                 .and_then(|r| usize::try_from(r.value).ok())
                 .unwrap_or(0),
             optional: input.is_optional(),
+            dtype: input.dtype.as_ref().map(|d| d.value),
         })
         .collect();
     let outputs = outputs
@@ -151,6 +152,7 @@ fn signature(raw: &RawContract, outputs: &[(String, usize)], standard: bool) -> 
             name: name.clone(),
             rank: *rank,
             optional: false,
+            dtype: None,
         })
         .collect();
     let params = raw

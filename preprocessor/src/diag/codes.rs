@@ -52,7 +52,7 @@ codes! {
     WrongType = "FKC0106", "a field has the wrong type",
         "The field's value has the wrong YAML type: for example a list where a mapping is expected, or a string where an integer is expected.";
     InvalidValue = "FKC0107", "a field has a value outside its allowed set",
-        "The value has the right type but is not one of the values the format allows, for example a dtype `F8` (allowed: F32, F64, BF16, F16) or a layout flag `maybe` (allowed: required, accepted, rejected).";
+        "The value has the right type but is not one of the values the format allows, for example a dtype `F8` (allowed: F32, F64, BF16, F16, F8E5M2, I8, U8, I32, I64, Bool) or a layout flag `maybe` (allowed: required, accepted, rejected).";
     DuplicateName = "FKC0108", "a name is declared twice",
         "Input, output and op-param names must be unique within a contract, because expressions refer to them by name.";
     ExprSyntax = "FKC0201", "the expression does not parse",

@@ -9,7 +9,7 @@
 
 use crate::verify::sample::Sample;
 
-use crate::verify::constraints::{Domain, Verdict};
+use crate::verify::constraints::{Domain, ValueBound, Verdict};
 use fkc_provider::DType;
 
 /// Spatial, channel and batch factors tried on the base sample.
@@ -33,6 +33,8 @@ pub struct Rung {
     pub sample: Sample,
     pub flops: f64,
     pub bytes: f64,
+    /// The element values its inputs with `values` take.
+    pub bounds: Vec<ValueBound>,
 }
 
 impl Rung {
@@ -101,6 +103,7 @@ pub fn candidates(domain: &Domain<'_>, base: &Sample, dtype: DType) -> Vec<Rung>
                 }
                 if let Some((flops, bytes)) = costs(domain, &sample, dtype) {
                     found.push(Rung {
+                        bounds: domain.value_bounds(&sample, dtype),
                         sample,
                         flops,
                         bytes,
@@ -171,6 +174,7 @@ mod tests {
             },
             flops,
             bytes,
+            bounds: Vec::new(),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::calibration::fit::{self, Point};
 use crate::calibration::{self, LadderPoint, POOR_WORST};
 use crate::providers::{CallOutcome, Kernel};
 use crate::verify::run::{self, Fill};
-use crate::verify::sample::{Rng, Sample};
+use crate::verify::sample::Rng;
 use fkc_provider::{DType, Operand, ParamValues};
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,14 @@ fn prepare<'r>(
     dtype: DType,
     seed: u64,
 ) -> Option<Prepared<'r>> {
-    let operands = run::operands(kernel, &rung.sample, dtype, Fill::Random(seed)).ok()?;
+    let operands = run::operands(
+        kernel,
+        &rung.sample,
+        dtype,
+        Fill::Random(seed),
+        &rung.bounds,
+    )
+    .ok()?;
     let params = run::params(kernel, &rung.sample).ok()?;
     let CallOutcome::Outputs(_) = kernel.run(&operands, &params) else {
         return None;
@@ -181,7 +188,7 @@ pub fn retime_outliers(
         let (Some(point), Some(rung)) = (ladder.get_mut(index), rungs.get(index)) else {
             continue;
         };
-        if let Some((ns, repetitions)) = time_rung(kernel, &rung.sample, dtype, seed, deadline)
+        if let Some((ns, repetitions)) = time_rung(kernel, rung, dtype, seed, deadline)
             && ns < point.ns
         {
             point.ns = calibration::round(ns, 4);
@@ -194,17 +201,12 @@ pub fn retime_outliers(
 /// [`MIN_REPETITIONS`], more until `deadline`); `None` when the kernel does not run it.
 fn time_rung(
     kernel: &Kernel<'_>,
-    sample: &Sample,
+    rung: &Rung,
     dtype: DType,
     seed: u64,
     deadline: Instant,
 ) -> Option<(f64, usize)> {
-    let rung = Rung {
-        sample: sample.clone(),
-        flops: 0.0,
-        bytes: 0.0,
-    };
-    let mut ready = prepare(kernel, &rung, dtype, seed)?;
+    let mut ready = prepare(kernel, rung, dtype, seed)?;
     while ready.times.len() < MAX_REPETITIONS
         && (ready.times.len() < MIN_REPETITIONS || Instant::now() < deadline)
     {

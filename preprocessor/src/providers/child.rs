@@ -9,7 +9,9 @@
 use super::frames::{Frame, Frames};
 use super::{Crash, ProviderConfig};
 use fkc_provider::Description;
-use fkc_provider::protocol::{Answer, Hello, Method, PROTOCOL_VERSION, Request, Response};
+use fkc_provider::protocol::{
+    Answer, Hello, Method, OLDEST_PROTOCOL, PROTOCOL_VERSION, Request, Response,
+};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
 use std::process::{ChildStdin, Command, Stdio};
@@ -51,7 +53,7 @@ impl std::fmt::Display for StartError {
             ),
             StartError::Version { command, theirs } => write!(
                 f,
-                "the provider command `{command}` speaks provider protocol {theirs}, this mdbook-fkc speaks {PROTOCOL_VERSION}"
+                "the provider command `{command}` speaks provider protocol {theirs}, this mdbook-fkc speaks {OLDEST_PROTOCOL} to {PROTOCOL_VERSION}"
             ),
             StartError::Describe { command, detail } => write!(
                 f,
@@ -382,7 +384,7 @@ impl Drop for Session {
 }
 
 /// The version of a greeting from another protocol version (which may lack ids or anything
-/// else this version needs): `{"hello":{"protocol":N,…}}` with N not ours.
+/// else this version needs): `{"hello":{"protocol":N,…}}` with N not one this host talks to.
 fn other_version(line: &[u8]) -> Option<u32> {
     #[derive(serde::Deserialize)]
     struct Greeting {
@@ -393,7 +395,8 @@ fn other_version(line: &[u8]) -> Option<u32> {
         protocol: u32,
     }
     let greeting: Greeting = serde_json::from_slice(line).ok()?;
-    (greeting.hello.protocol != PROTOCOL_VERSION).then_some(greeting.hello.protocol)
+    let theirs = greeting.hello.protocol;
+    (!(OLDEST_PROTOCOL..=PROTOCOL_VERSION).contains(&theirs)).then_some(theirs)
 }
 
 /// The command through the platform's shell, in a process group of its own (so that a hung

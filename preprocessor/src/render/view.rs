@@ -55,6 +55,8 @@ pub struct InputView {
     pub layout: Vec<String>,
     pub shape_constraint: Option<String>,
     pub constraint_note: Option<String>,
+    /// `min ≤ NAME ≤ max` for an input with `values`.
+    pub values: Option<String>,
     pub optional: bool,
 }
 
@@ -358,11 +360,18 @@ fn input_view(input: &RawInput) -> InputView {
     let layout = input.layout.as_ref().map(layout_lines).unwrap_or_default();
     InputView {
         name: input.name.value.clone(),
-        dtypes: input
-            .dtypes
-            .iter()
-            .map(|d| d.value.name().to_owned())
-            .collect(),
+        dtypes: match &input.dtype {
+            Some(own) => vec![format!("{} (whatever the kernel's)", own.value.name())],
+            None => input
+                .dtypes
+                .iter()
+                .map(|d| d.value.name().to_owned())
+                .collect(),
+        },
+        values: input
+            .values
+            .as_ref()
+            .map(|v| format!("{} ≤ {} ≤ {}", v.min.value, input.name.value, v.max.value)),
         rank: input
             .rank
             .as_ref()

@@ -3,34 +3,40 @@
 //! the bit patterns of NaNs.
 
 use fkc_provider::DType;
+use fkc_provider::dtype::Format;
 
-/// The unit roundoff of a dtype.
-pub fn unit_roundoff(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => f64::EPSILON / 2.0,
-        DType::F32 => f64::from(f32::EPSILON) / 2.0,
-        DType::BF16 => 2f64.powi(-8),
-        DType::F16 => 2f64.powi(-11),
+/// The exponent and stored significand bits of a float dtype (`None` for an integer one).
+fn float_bits(dtype: DType) -> Option<(i32, i32)> {
+    match dtype.format() {
+        Format::Float { exponent, mantissa } => Some((exponent as i32, mantissa as i32)),
+        Format::Int { .. } | Format::Bool => None,
     }
 }
 
-/// The smallest positive subnormal of a dtype (absolute slack for underflow in products).
+/// The unit roundoff of a dtype (0 for an integer dtype: its arithmetic is exact).
+pub fn unit_roundoff(dtype: DType) -> f64 {
+    float_bits(dtype).map_or(0.0, |(_, mantissa)| 2f64.powi(-mantissa - 1))
+}
+
+/// The smallest positive subnormal of a dtype (absolute slack for underflow in products; 0 for
+/// an integer dtype).
 pub fn smallest_subnormal(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => 5e-324,
-        DType::F32 => 2f64.powi(-149),
-        DType::BF16 => 2f64.powi(-133),
-        DType::F16 => 2f64.powi(-24),
-    }
+    float_bits(dtype).map_or(0.0, |(exponent, mantissa)| {
+        let bias = (1 << (exponent - 1)) - 1;
+        // in two steps: 2^-1074 as one power underflows
+        2f64.powi(1 - bias) * 2f64.powi(-mantissa)
+    })
 }
 
 /// The largest finite value of a dtype.
 pub fn largest(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => f64::MAX,
-        DType::F32 => f64::from(f32::MAX),
-        DType::BF16 => f64::from(half::bf16::MAX),
-        DType::F16 => f64::from(half::f16::MAX),
+    match (float_bits(dtype), dtype.int_range()) {
+        (Some((exponent, mantissa)), _) => {
+            let bias = (1 << (exponent - 1)) - 1;
+            (2.0 - 2f64.powi(-mantissa)) * 2f64.powi(bias)
+        }
+        (None, Some((_, high))) => high as f64,
+        (None, None) => f64::MAX,
     }
 }
 
@@ -51,6 +57,16 @@ pub enum NanPolicy {
     /// A NaN operand is dropped (as Rust's `f32::max` does): the result is NaN only when every
     /// operand is.
     Ignore,
+}
+
+/// What integer arithmetic does when a result leaves its dtype (`precision.overflow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overflow {
+    /// Taken modulo 2^bits, two's complement (Rust's `wrapping_add`; the default).
+    #[default]
+    Wrap,
+    /// Clamped to the dtype's smallest or largest value (`saturating_add`).
+    Saturate,
 }
 
 /// The error function (Abramowitz and Stegun 7.1.26 refined by a Taylor series near zero and an
@@ -102,24 +118,30 @@ pub fn erf(x: f64) -> f64 {
     1.0 - erfc
 }
 
-/// (sign bit, exponent mask, quiet bit) of `dtype`'s bit patterns.
+/// (sign bit, exponent mask, quiet bit) of a float `dtype`'s bit patterns (all zero for an
+/// integer dtype, which has neither NaNs nor a sign bit of its own).
 pub fn layout(dtype: DType) -> (u64, u64, u64) {
-    match dtype {
-        DType::F64 => (1 << 63, 0x7ff0_0000_0000_0000, 1 << 51),
-        DType::F32 => (1 << 31, 0x7f80_0000, 1 << 22),
-        DType::BF16 => (1 << 15, 0x7f80, 1 << 6),
-        DType::F16 => (1 << 15, 0x7c00, 1 << 9),
+    match float_bits(dtype) {
+        Some((exponent, mantissa)) => {
+            let (exponent, mantissa) = (exponent as u32, mantissa as u32);
+            (
+                1 << (exponent + mantissa),
+                ((1 << exponent) - 1) << mantissa,
+                1 << (mantissa - 1),
+            )
+        }
+        None => (0, 0, 0),
     }
 }
 
-/// Whether `bits` is a NaN of `dtype`.
+/// Whether `bits` is a NaN of `dtype` (never, for an integer dtype).
 pub fn is_nan(bits: u64, dtype: DType) -> bool {
     let (sign, exponent, _) = layout(dtype);
     let magnitude = bits & !sign;
-    magnitude & exponent == exponent && magnitude != exponent
+    exponent != 0 && magnitude & exponent == exponent && magnitude != exponent
 }
 
-/// The canonical quiet NaN of `dtype`: positive, the quiet bit its only payload.
+/// The canonical quiet NaN of a float `dtype`: positive, the quiet bit its only payload.
 pub fn canonical_nan(dtype: DType) -> u64 {
     let (_, exponent, quiet) = layout(dtype);
     exponent | quiet
@@ -127,9 +149,40 @@ pub fn canonical_nan(dtype: DType) -> u64 {
 
 /// Hex digits of a bit pattern of `dtype`, with the `0x`.
 pub fn hex_width(dtype: DType) -> usize {
-    2 + match dtype {
-        DType::F64 => 16,
-        DType::F32 => 8,
-        DType::BF16 | DType::F16 => 4,
+    2 + 2 * dtype.size_bytes()
+}
+
+#[cfg(test)]
+mod facts_tests {
+    use super::*;
+
+    #[test]
+    fn the_facts_of_every_dtype() {
+        assert_eq!(unit_roundoff(DType::F64), f64::EPSILON / 2.0);
+        assert_eq!(unit_roundoff(DType::F32), f64::from(f32::EPSILON) / 2.0);
+        assert_eq!(unit_roundoff(DType::BF16), 2f64.powi(-8));
+        assert_eq!(unit_roundoff(DType::F16), 2f64.powi(-11));
+        assert_eq!(unit_roundoff(DType::F8E5M2), 2f64.powi(-3));
+        assert_eq!(unit_roundoff(DType::I32), 0.0);
+        assert_eq!(smallest_subnormal(DType::F64), 5e-324);
+        assert_eq!(smallest_subnormal(DType::F32), 2f64.powi(-149));
+        assert_eq!(smallest_subnormal(DType::BF16), 2f64.powi(-133));
+        assert_eq!(smallest_subnormal(DType::F16), 2f64.powi(-24));
+        assert_eq!(smallest_subnormal(DType::F8E5M2), 2f64.powi(-16));
+        assert_eq!(largest(DType::F64), f64::MAX);
+        assert_eq!(largest(DType::F32), f64::from(f32::MAX));
+        assert_eq!(largest(DType::BF16), f64::from(half::bf16::MAX));
+        assert_eq!(largest(DType::F16), f64::from(half::f16::MAX));
+        assert_eq!(largest(DType::F8E5M2), 57344.0);
+        assert_eq!(largest(DType::I8), 127.0);
+        assert_eq!(layout(DType::F32), (1 << 31, 0x7f80_0000, 1 << 22));
+        assert_eq!(layout(DType::BF16), (1 << 15, 0x7f80, 1 << 6));
+        assert_eq!(layout(DType::F16), (1 << 15, 0x7c00, 1 << 9));
+        assert_eq!(layout(DType::F64), (1 << 63, 0x7ff0_0000_0000_0000, 1 << 51));
+        assert_eq!(canonical_nan(DType::F8E5M2), 0x7e);
+        assert!(is_nan(0x7d, DType::F8E5M2) && !is_nan(0x7c, DType::F8E5M2));
+        assert!(!is_nan(0x7f, DType::I8) && !is_nan(0xff, DType::U8));
+        assert_eq!(hex_width(DType::F16), 6);
+        assert_eq!(hex_width(DType::I64), 18);
     }
 }

@@ -10,34 +10,35 @@ use super::ast::{AssignOp, CmpOp};
 use crate::expr::Span;
 use fkc_provider::DType;
 
-/// The dtype written in the pseudo-code: `T` (the run's element dtype) or a fixed one.
+/// The dtype written in the pseudo-code: `T` (the run's element dtype) or a fixed one, spelt
+/// as its entry-point suffix (`f32`, `i32`, `f8e5m2`, `bool`).
 pub fn parse_dtype(word: &str, t: DType) -> Option<DType> {
-    Some(match word {
-        "T" => t,
-        "f64" => DType::F64,
-        "f32" => DType::F32,
-        "bf16" => DType::BF16,
-        "f16" => DType::F16,
-        _ => return None,
-    })
+    if word == "T" {
+        return Some(t);
+    }
+    DType::ALL.into_iter().find(|d| d.suffix() == word)
 }
 
-/// The dtype an operation on values of `a` and `b` is computed in: the wider one (bf16 with
-/// f16 widens to f32, which holds both exactly).
+/// The dtype an operation on values of `a` and `b` is computed in: the wider one. Two floats
+/// of one width (bf16 with f16) widen to f32, which holds both exactly; a float with an
+/// integer is the float; two integers are the wider one (i8 with u8: i32).
 pub fn wider(a: DType, b: DType) -> DType {
-    let rank = |d: DType| match d {
-        DType::F64 => 3,
-        DType::F32 => 2,
-        DType::BF16 | DType::F16 => 1,
+    use fkc_provider::dtype::Format;
+    let width = |d: DType| match d.format() {
+        Format::Float { exponent, mantissa } => 1 + exponent + mantissa,
+        Format::Int { bits, .. } => bits,
+        Format::Bool => 1,
     };
     if a == b {
-        a
-    } else if rank(a) == rank(b) {
-        DType::F32
-    } else if rank(a) > rank(b) {
-        a
-    } else {
-        b
+        return a;
+    }
+    match (a.is_float(), b.is_float()) {
+        (true, false) => a,
+        (false, true) => b,
+        (true, true) if width(a) == width(b) => DType::F32,
+        (false, false) if width(a) == width(b) => DType::I32,
+        _ if width(a) > width(b) => a,
+        _ => b,
     }
 }
 
@@ -122,6 +123,9 @@ pub enum IntKind {
         index: Box<Int>,
         options: Vec<Int>,
     },
+    /// An element of an integer input tensor used as an index (`weight[ids[n, l], d]`): known
+    /// only on a run, so every access it indexes is checked then.
+    Element { tensor: usize, index: Vec<Int> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,7 +31,8 @@
 //! target    = IDENT [ "[" exprs "]" ] ;
 //! expr      = C's precedence: || && (comparisons, chaining: 0 <= i < n) + - * / % unary(- !)
 //!             postfix(.dim[k] .rank [i, j]) calls; INT, FLOAT, IDENT, "(" expr ")" ;
-//! DTYPE     = "T" | "f64" | "f32" | "bf16" | "f16" ;
+//! DTYPE     = "T" | "f64" | "f32" | "bf16" | "f16" | "f8e5m2" | "i8" | "u8" | "i32" | "i64"
+//!           | "bool" ;
 //! ```
 //!
 //! Names: the contract's inputs and outputs (tensors: `x[n, c, h, w]`, `x.dim[2]`, `x.rank`),

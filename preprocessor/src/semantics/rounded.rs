@@ -1,45 +1,129 @@
 //! The order reference's arithmetic: every operation in the dtype it names, in exactly the
 //! written order, as the kernels' generic `T` arithmetic does — `f32` and `f64` natively, `bf16`
-//! and `f16` by computing in `f32` and rounding (as the `half` crate's operators do). Scalar
-//! functions are Rust's `f32`/`f64` ones. A `max`/`min` keeps its first operand on a tie and
-//! follows the contract's NaN policy.
+//! and `f16` by computing in `f32` and rounding (as the `half` crate's operators do), `F8E5M2`
+//! by computing exactly and rounding once, the integer dtypes exactly with the contract's
+//! overflow policy (wrap or saturate; a float converted to an integer rounds to nearest, ties
+//! to even, NaN giving 0). Scalar functions are Rust's `f32`/`f64` ones. A `max`/`min` keeps
+//! its first operand on a tie and follows the contract's NaN policy.
 
 use super::ast::{AssignOp, CmpOp};
-use super::float::NanPolicy;
+use super::float::{NanPolicy, Overflow};
 use super::ir::{Func, ValOp};
 use super::machine::Arith;
 use fkc_provider::DType;
+use fkc_provider::dtype::Format;
 
 /// Arithmetic in the dtypes, in the written order.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Rounded {
     pub nan: NanPolicy,
+    pub overflow: Overflow,
 }
 
-/// `value` rounded to `dtype`.
+/// `value` rounded to `dtype` (an integer dtype saturates).
 pub fn round(value: f64, dtype: DType) -> f64 {
+    round_with(value, dtype, Overflow::Saturate)
+}
+
+/// `value` rounded to `dtype`, an integer dtype's overflow handled as `overflow` says.
+pub fn round_with(value: f64, dtype: DType, overflow: Overflow) -> f64 {
     match dtype {
         DType::F64 => value,
         DType::F32 => f64::from(value as f32),
         DType::BF16 => half::bf16::from_f64(value).to_f64(),
         DType::F16 => half::f16::from_f64(value).to_f64(),
+        DType::F8E5M2 => fkc_provider::F8E5M2::from_f64(value).to_f64(),
+        DType::I8 | DType::U8 | DType::I32 | DType::I64 | DType::Bool => {
+            integer(value, dtype, overflow)
+        }
+    }
+}
+
+/// The integer of `dtype` nearest `value` (ties to even; NaN gives 0), beyond the dtype's
+/// range wrapped modulo 2^bits or saturated at its ends (±Inf always saturates). A `Bool` is 1
+/// for any non-zero value.
+fn integer(value: f64, dtype: DType, overflow: Overflow) -> f64 {
+    if value.is_nan() {
+        return 0.0;
+    }
+    let Some((low, high)) = dtype.int_range() else {
+        return value;
+    };
+    if dtype.format() == Format::Bool {
+        return if value == 0.0 { 0.0 } else { 1.0 };
+    }
+    let whole = value.round_ties_even();
+    if whole.is_finite() && whole.abs() < 2f64.powi(100) {
+        fit_integer(whole as i128, dtype, overflow)
+    } else {
+        whole.clamp(low as f64, high as f64)
     }
 }
 
 /// `op` on two values of `dtype`, as the dtype's arithmetic computes it.
-fn apply(
-    op: impl Fn(f64, f64) -> f64,
-    f32_op: impl Fn(f32, f32) -> f32,
-    a: f64,
-    b: f64,
-    dtype: DType,
-) -> f64 {
+fn apply(op: ValOp, a: f64, b: f64, dtype: DType, overflow: Overflow) -> f64 {
+    let in_f32 = |round: fn(f32) -> f64| round(float_op(op, a as f32, b as f32));
     match dtype {
-        DType::F64 => op(a, b),
-        DType::F32 => f64::from(f32_op(a as f32, b as f32)),
-        DType::BF16 => half::bf16::from_f32(f32_op(a as f32, b as f32)).to_f64(),
-        DType::F16 => half::f16::from_f32(f32_op(a as f32, b as f32)).to_f64(),
+        DType::F64 => float_op(op, a, b),
+        DType::F32 => in_f32(f64::from),
+        DType::BF16 => in_f32(|v| half::bf16::from_f32(v).to_f64()),
+        DType::F16 => in_f32(|v| half::f16::from_f32(v).to_f64()),
+        // two E5M2 values' sum, difference and product are exact in f64: one rounding
+        DType::F8E5M2 => round(float_op(op, a, b), dtype),
+        DType::I8 | DType::U8 | DType::I32 | DType::I64 | DType::Bool => {
+            integer_op(op, a, b, dtype, overflow)
+        }
     }
+}
+
+/// `a op b` in a float type's own arithmetic.
+fn float_op<F: std::ops::Add<Output = F> + std::ops::Sub<Output = F> + std::ops::Mul<Output = F> + std::ops::Div<Output = F>>(
+    op: ValOp,
+    a: F,
+    b: F,
+) -> F {
+    match op {
+        ValOp::Add => a + b,
+        ValOp::Sub => a - b,
+        ValOp::Mul => a * b,
+        ValOp::Div => a / b,
+    }
+}
+
+/// `a op b` on two integers of `dtype`, exactly (in `i128`), then wrapped or saturated; a
+/// division truncates toward zero and a division by zero gives 0.
+fn integer_op(op: ValOp, a: f64, b: f64, dtype: DType, overflow: Overflow) -> f64 {
+    let whole = |v: f64| v.is_finite() && v.fract() == 0.0 && v.abs() <= 2f64.powi(64);
+    if !(whole(a) && whole(b)) {
+        return round_with(float_op(op, a, b), dtype, overflow);
+    }
+    let (x, y) = (a as i128, b as i128);
+    let exact = match op {
+        ValOp::Add => x + y,
+        ValOp::Sub => x - y,
+        ValOp::Mul => x * y,
+        ValOp::Div => x.checked_div(y).unwrap_or(0),
+    };
+    fit_integer(exact, dtype, overflow)
+}
+
+/// An exact integer result in `dtype`: itself when in range, else wrapped or saturated.
+fn fit_integer(v: i128, dtype: DType, overflow: Overflow) -> f64 {
+    let Some((low, high)) = dtype.int_range() else {
+        return v as f64;
+    };
+    if dtype.format() == Format::Bool {
+        return if v == 0 { 0.0 } else { 1.0 };
+    }
+    let fitted = if (low..=high).contains(&v) {
+        v
+    } else {
+        match overflow {
+            Overflow::Wrap => (v - low).rem_euclid(high - low + 1) + low,
+            Overflow::Saturate => v.clamp(low, high),
+        }
+    };
+    fitted as f64
 }
 
 impl Rounded {
@@ -119,6 +203,10 @@ impl Arith for Rounded {
                 let product = half::f16::from_f32(a as f32 * b as f32).to_f32();
                 *cell = f64::from(half::f16::from_f32(*cell as f32 + product).to_f32());
             }
+            _ => {
+                let product = self.binary(ValOp::Mul, a, b, dtype);
+                *cell = self.binary(ValOp::Add, *cell, product, dtype);
+            }
         }
     }
 
@@ -168,6 +256,12 @@ impl Arith for Rounded {
                 }
                 acc = f64::from(acc16);
             }
+            _ => {
+                for k in 0..n {
+                    let (a, b) = at(k);
+                    self.mac(&mut acc, xs[a], ws[b], dtype);
+                }
+            }
         }
         *cell = acc;
     }
@@ -177,12 +271,7 @@ impl Arith for Rounded {
     }
 
     fn binary(&self, op: ValOp, a: f64, b: f64, dtype: DType) -> f64 {
-        match op {
-            ValOp::Add => apply(|x, y| x + y, |x, y| x + y, a, b, dtype),
-            ValOp::Sub => apply(|x, y| x - y, |x, y| x - y, a, b, dtype),
-            ValOp::Mul => apply(|x, y| x * y, |x, y| x * y, a, b, dtype),
-            ValOp::Div => apply(|x, y| x / y, |x, y| x / y, a, b, dtype),
-        }
+        apply(op, a, b, dtype, self.overflow)
     }
 
     fn func(&self, func: Func, args: &[f64], dtype: DType) -> f64 {
@@ -192,7 +281,7 @@ impl Arith for Rounded {
         match (func, dtype) {
             (Func::Max, _) => self.extreme(true, x, y),
             (Func::Min, _) => self.extreme(false, x, y),
-            (Func::Abs, _) => x.abs(),
+            (Func::Abs, _) => round_with(x.abs(), dtype, self.overflow),
             (Func::Exp, DType::F64) => x.exp(),
             (Func::Log, DType::F64) => x.ln(),
             (Func::Sqrt, DType::F64) => x.sqrt(),
@@ -209,7 +298,7 @@ impl Arith for Rounded {
     }
 
     fn cast(&self, value: f64, dtype: DType) -> f64 {
-        round(value, dtype)
+        round_with(value, dtype, self.overflow)
     }
 
     fn compare(&self, op: CmpOp, a: f64, b: f64) -> Option<bool> {
@@ -314,7 +403,44 @@ mod tests {
         );
         let ignore = Rounded {
             nan: NanPolicy::Ignore,
+            ..Rounded::default()
         };
         assert_eq!(ignore.func(Func::Max, &[1.0, f64::NAN], DType::F32), 1.0);
+    }
+
+    #[test]
+    fn integers_wrap_or_saturate_as_the_contract_says() {
+        let wrap = Rounded::default();
+        let saturate = Rounded {
+            overflow: Overflow::Saturate,
+            ..Rounded::default()
+        };
+        assert_eq!(wrap.binary(ValOp::Add, 127.0, 1.0, DType::I8), -128.0);
+        assert_eq!(saturate.binary(ValOp::Add, 127.0, 1.0, DType::I8), 127.0);
+        assert_eq!(wrap.binary(ValOp::Sub, 0.0, 1.0, DType::U8), 255.0);
+        let big = f64::from(i32::MAX);
+        // the exact product of two 32-bit values needs 62 bits: wrapped exactly
+        let wrapped = (i64::from(i32::MAX) * i64::from(i32::MAX)) as i32;
+        assert_eq!(wrap.binary(ValOp::Mul, big, big, DType::I32), f64::from(wrapped));
+        assert_eq!(saturate.binary(ValOp::Mul, big, -big, DType::I32), f64::from(i32::MIN));
+        assert_eq!(wrap.binary(ValOp::Div, -7.0, 2.0, DType::I32), -3.0);
+        // a float converted: to nearest, ties to even, then the policy; NaN is 0
+        assert_eq!(saturate.cast(2.5, DType::I8), 2.0);
+        assert_eq!(saturate.cast(-300.7, DType::I8), -128.0);
+        assert_eq!(wrap.cast(200.0, DType::I8), -56.0);
+        assert_eq!(wrap.cast(f64::NAN, DType::I32), 0.0);
+        assert_eq!(wrap.cast(f64::INFINITY, DType::I8), 127.0);
+        let mut acc = 0.0;
+        wrap.mac(&mut acc, 100.0, 100.0, DType::I8);
+        assert_eq!(acc, f64::from(10_000_i32 as i8));
+    }
+
+    #[test]
+    fn e5m2_rounds_once_after_an_exact_operation() {
+        let r = Rounded::default();
+        // 1 + 0.125 lies halfway between 1 and 1.25: ties to even
+        assert_eq!(r.binary(ValOp::Add, 1.0, 0.125, DType::F8E5M2), 1.0);
+        assert_eq!(r.binary(ValOp::Add, 1.25, 0.125, DType::F8E5M2), 1.5);
+        assert!(r.binary(ValOp::Mul, 57344.0, 2.0, DType::F8E5M2).is_infinite());
     }
 }

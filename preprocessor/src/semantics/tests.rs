@@ -45,6 +45,7 @@ pub const MAX_POOL2D: &str = "for n, c, oh, ow in out:
 
 pub(super) fn tensor(name: &str, rank: usize, optional: bool) -> SigTensor {
     SigTensor {
+        dtype: None,
         name: name.to_owned(),
         rank,
         optional,

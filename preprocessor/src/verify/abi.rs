@@ -72,7 +72,7 @@ impl Gate<'_> {
                 .raw
                 .inputs
                 .iter()
-                .filter(|i| !i.dtypes.iter().any(|d| d.value == *dtype))
+                .filter(|i| i.dtype.is_none() && !i.dtypes.iter().any(|d| d.value == *dtype))
                 .map(|i| (i.name.value.clone(), i.dtypes_span.clone()))
                 .collect();
             for (name, span) in silent {

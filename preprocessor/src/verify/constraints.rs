@@ -22,6 +22,14 @@ pub enum Verdict {
     Other,
 }
 
+/// The element values an input admits on one sample (its `values: {min, max}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueBound {
+    pub input: String,
+    pub min: i64,
+    pub max: i64,
+}
+
 /// The sampling context of one contract.
 #[derive(Debug, Clone)]
 pub struct Domain<'a> {
@@ -382,10 +390,55 @@ impl Domain<'_> {
         let Some(outputs) = self.outputs(sample, &bindings) else {
             return Verdict::Other;
         };
+        if !self.values_possible(sample, &bindings) {
+            return Verdict::Other;
+        }
         match broken {
             None => Verdict::Admitted { outputs },
             Some(constraint) => Verdict::Breaks { constraint },
         }
+    }
+}
+
+impl Domain<'_> {
+    /// Each input's admitted element values on `sample` (empty without `values`).
+    pub fn value_bounds(&self, sample: &Sample, dtype: DType) -> Vec<ValueBound> {
+        if self.contract.value_bounds.is_empty() {
+            return Vec::new();
+        }
+        self.bounds_with(&self.bindings(sample, dtype))
+    }
+
+    fn bounds_with(&self, bindings: &Bindings) -> Vec<ValueBound> {
+        let int = |e: &expr::Expr| expr::eval(e, bindings).ok().and_then(|v| v.as_int());
+        self.contract
+            .value_bounds
+            .iter()
+            .filter_map(|(input, min, max)| {
+                Some(ValueBound {
+                    input: input.clone(),
+                    min: int(&min.expr)?,
+                    max: int(&max.expr)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Whether every input with `values` can be filled on `sample`: its bounds evaluate, and
+    /// hold a value unless the input is empty.
+    fn values_possible(&self, sample: &Sample, bindings: &Bindings) -> bool {
+        if self.contract.value_bounds.is_empty() {
+            return true;
+        }
+        let bounds = self.bounds_with(bindings);
+        bounds.len() == self.contract.value_bounds.len()
+            && bounds.iter().all(|b| {
+                b.min <= b.max
+                    || sample
+                        .inputs
+                        .iter()
+                        .any(|(name, dims, _)| *name == b.input && dims.contains(&0))
+            })
     }
 }
 
@@ -451,7 +504,9 @@ fn draw_param(rng: &mut Rng, kind: ParamKind, choices: &[&str], ranks: &[i64]) -
 
 /// A float: an edge value half the time, otherwise ±(0.001 to 1000) spread over the decades.
 fn draw_float(rng: &mut Rng) -> f64 {
-    const EDGES: [f64; 10] = [
+    // (halves and quarters: a product with an integer lands on a tie, so rounding is put to
+    // the test)
+    const EDGES: [f64; 15] = [
         0.0,
         -0.0,
         f64::NAN,
@@ -462,12 +517,22 @@ fn draw_float(rng: &mut Rng) -> f64 {
         1.0,
         -1.0,
         1e30,
+        0.5,
+        -0.5,
+        1.5,
+        0.25,
+        -2.5,
     ];
     if rng.range(0, 1) == 0 {
         let pick = usize::try_from(rng.range(0, EDGES.len() as i64 - 1)).unwrap_or(0);
         return EDGES.get(pick).copied().unwrap_or(0.0);
     }
-    let magnitude = 10f64.powf(rng.unit() * 3.0);
+    // half of the rest a multiple of 1/4 up to 8 (ties again), half anywhere in 1e-3..1e3
+    let magnitude = if rng.range(0, 1) == 0 {
+        rng.range(1, 32) as f64 / 4.0
+    } else {
+        10f64.powf(rng.unit() * 3.0)
+    };
     if rng.range(0, 3) == 0 {
         -magnitude
     } else {

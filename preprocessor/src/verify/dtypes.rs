@@ -24,7 +24,9 @@ impl Gate<'_> {
         };
         let declared: Vec<DType> = import.entry_points.iter().map(|e| e.dtype).collect();
         let mut refused = Vec::new();
-        for dtype in DType::ALL.into_iter().filter(|d| !declared.contains(d)) {
+        // only the dtypes the provider's protocol knows (a protocol 2 provider: the floats)
+        let known = fkc_provider::protocol::dtypes_of(first.provider.hello().protocol);
+        for dtype in known.iter().copied().filter(|d| !declared.contains(d)) {
             let before = self.diagnostics.len();
             if self.undeclared_one(first, dtype, sample, self.seed) {
                 refused.push(dtype.name());

@@ -43,13 +43,13 @@ const FLAGS: [&str; 4] = [
 pub fn check(
     raw: &RawContract,
     kernel: &Kernel<'_>,
-    sample: &Sample,
+    (sample, bounds): (&Sample, &[super::constraints::ValueBound]),
     dtype: DType,
     seed: u64,
 ) -> LayoutReport {
     let mut report = LayoutReport::default();
-    let Ok((base, values)) = arguments(kernel, sample, dtype, super::run::Fill::Random(seed))
-    else {
+    let fill = super::run::Fill::Random(seed);
+    let Ok((base, values)) = arguments(kernel, sample, dtype, fill, bounds) else {
         return report;
     };
     let contiguizes = raw
@@ -299,7 +299,8 @@ impl Gate<'_> {
         sample: &Sample,
         seed: u64,
     ) -> Option<LayoutReport> {
-        let report = check(self.raw, kernel, sample, dtype, seed);
+        let bounds = self.domain.value_bounds(sample, dtype);
+        let report = check(self.raw, kernel, (sample, &bounds), dtype, seed);
         let Some(failure) = report.failure else {
             return Some(report);
         };

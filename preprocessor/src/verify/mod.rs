@@ -39,6 +39,7 @@ mod semantic;
 mod shrink;
 mod special;
 mod unchecked;
+mod value_range;
 mod values;
 pub mod worked;
 
@@ -155,6 +156,7 @@ pub fn verify(
     gate.abi_claims();
     if let Some((sample, _)) = admitted.first() {
         gate.required_inputs(&first_kernel, first_dtype, sample);
+        gate.values_refused(&first_kernel, first_dtype, sample);
     }
     for &(dtype, kernel) in &kernels {
         let Some((_, grown)) = grown_of.iter().find(|(d, _)| *d == dtype) else {

@@ -25,6 +25,22 @@ impl Gate<'_> {
                         desc.name
                     ),
                 )),
+                Some(input) if input.dtype.as_ref().map(|d| d.value) != desc.dtype => {
+                    let own = |d: Option<DType>| {
+                        d.map_or("in the kernel's dtype".to_owned(), |d| {
+                            format!("always {d}")
+                        })
+                    };
+                    Some((
+                        input.dtypes_span.clone(),
+                        format!(
+                            "`{}` is {} in the kernel, but {} in the contract",
+                            desc.name,
+                            own(desc.dtype),
+                            own(input.dtype.as_ref().map(|d| d.value))
+                        ),
+                    ))
+                }
                 Some(input) => {
                     let rank = input.rank.as_ref().map(|r| r.value);
                     (!desc.any_rank && rank != Some(desc.rank as u64)).then(|| {
@@ -102,7 +118,9 @@ impl Gate<'_> {
             .iter()
             .find(|(name, _, present)| !present && !self.declares_optional(name))
             .map(|(name, _, _)| name.clone())?;
-        let (operands, values) = arguments(kernel, sample, dtype, Fill::Random(seed)).ok()?;
+        let bounds = self.domain.value_bounds(sample, dtype);
+        let (operands, values) =
+            arguments(kernel, sample, dtype, Fill::Random(seed), &bounds).ok()?;
         let CallOutcome::Outputs(_) = kernel.run(&operands, &values) else {
             return Some(true);
         };
@@ -144,10 +162,12 @@ fn operand_list(kernel: &Kernel<'_>) -> String {
         .iter()
         .map(|d| {
             format!(
-                "`{}` (rank {}{})",
+                "`{}` (rank {}{}{})",
                 d.name,
                 d.rank,
-                if d.optional { ", optional" } else { "" }
+                if d.optional { ", optional" } else { "" },
+                d.dtype
+                    .map_or(String::new(), |own| format!(", always {own}")),
             )
         })
         .collect::<Vec<_>>()

@@ -234,6 +234,9 @@ fn conv2d(
             conv2d_rounded(x, w, bias, g, |v| half::bf16::from_f32(v).to_f64())
         }
         Arith::In(DType::F16) => conv2d_rounded(x, w, bias, g, |v| half::f16::from_f32(v).to_f64()),
+        Arith::In(other) => conv2d_rounded(x, w, bias, g, move |v| {
+            crate::semantics::rounded::round(f64::from(v), other)
+        }),
     }
 }
 

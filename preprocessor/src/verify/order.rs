@@ -51,8 +51,13 @@ impl Gate<'_> {
         self.evidence.rows.push((
             "summation order".to_owned(),
             format!(
-                "`order: {}` — on {checked} {dtype} samples with operand exponents spread wide, every output bit for bit the semantics computed in {dtype} in the written order",
-                order.value
+                "`order: {}` — on {checked} {dtype} samples with {}, every output bit for bit the semantics computed in {dtype} in the written order",
+                order.value,
+                if dtype.is_float() {
+                    "operand exponents spread wide"
+                } else {
+                    "random operands of the whole dtype"
+                }
             ),
         ));
     }
@@ -68,7 +73,9 @@ impl Gate<'_> {
         seed: u64,
     ) -> Option<bool> {
         let order = self.raw.precision.as_ref()?.order.clone()?;
-        let (ops, values) = arguments(kernel, sample, dtype, Fill::WideExponents(seed)).ok()?;
+        let bounds = self.domain.value_bounds(sample, dtype);
+        let fill = Fill::WideExponents(seed);
+        let (ops, values) = arguments(kernel, sample, dtype, fill, &bounds).ok()?;
         let CallOutcome::Outputs(outputs) = kernel.run(&ops, &values) else {
             return None; // the admitted-domain check reports refusals and crashes
         };

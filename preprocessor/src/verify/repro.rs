@@ -317,6 +317,7 @@ mod tests {
             rank: 1,
             optional: true,
             any_rank: false,
+            dtype: None,
         },
     ];
 

@@ -4,7 +4,7 @@
 
 use super::sample::{Rng, Sample};
 
-use super::constraints::Domain;
+use super::constraints::{Domain, ValueBound};
 use crate::providers::{CallOutcome, Crash, How, Kernel, Traced};
 use fkc_provider::{AnyTensor, DType, EntryPointInfo, Operand, ParamValue, ParamValues};
 
@@ -137,14 +137,26 @@ pub enum Fill {
 
 /// One value for [`Fill::Special`]; without `canonical`, the canonical NaN's place is taken by
 /// another payload (so that a kernel which makes every NaN canonical is told apart from one
-/// that passes an operand's NaN on).
+/// that passes an operand's NaN on). An integer dtype's special values are its ends and their
+/// neighbours, 0 and ±1.
 fn special_value(rng: &mut Rng, dtype: DType, canonical: bool) -> f64 {
-    let (largest, smallest) = match dtype {
-        DType::F64 => (f64::MAX, 5e-324),
-        DType::F32 => (f64::from(f32::MAX), 2f64.powi(-149)),
-        DType::BF16 => (f64::from(half::bf16::MAX), 2f64.powi(-133)),
-        DType::F16 => (f64::from(half::f16::MAX), 2f64.powi(-24)),
-    };
+    if let Some((low, high)) = dtype.int_range() {
+        let (low, high) = (low as f64, high as f64);
+        return match rng.range(0, 8) {
+            0 => low,
+            1 => high,
+            2 => low + 1.0,
+            3 => high - 1.0,
+            4 => 0.0,
+            5 => 1.0_f64.min(high),
+            6 => (-1.0_f64).max(low),
+            _ => integer_value(rng, dtype),
+        };
+    }
+    let (largest, smallest) = (
+        crate::semantics::float::largest(dtype),
+        crate::semantics::float::smallest_subnormal(dtype),
+    );
     match rng.range(0, 26) {
         0 if canonical => f64::NAN,
         0 => f64::from_bits(0x7ffa_0000_0000_0000),
@@ -161,11 +173,23 @@ fn special_value(rng: &mut Rng, dtype: DType, canonical: bool) -> f64 {
     }
 }
 
+/// A seeded integer of an integer `dtype`: anywhere in its range for the 8-bit ones and
+/// `Bool`, within ±2^31 for the wider ones (so that 64-bit values stay exact in f64).
+fn integer_value(rng: &mut Rng, dtype: DType) -> f64 {
+    let (low, high) = dtype.int_range().unwrap_or((0, 0));
+    let (low, high) = (low.max(-(1 << 31)) as i64, high.min((1 << 31) - 1) as i64);
+    rng.range(low, high) as f64
+}
+
 /// One wide-exponent value for `dtype`.
 fn wide_exponent(rng: &mut Rng, dtype: DType) -> f64 {
+    if !dtype.is_float() {
+        return integer_value(rng, dtype);
+    }
     let reach = match dtype {
+        DType::F8E5M2 => 3,
         DType::BF16 | DType::F16 => 5,
-        DType::F32 | DType::F64 => 20,
+        _ => 20,
     };
     let exponent = i32::try_from(rng.range(-reach, reach)).unwrap_or(0);
     let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
@@ -174,20 +198,39 @@ fn wide_exponent(rng: &mut Rng, dtype: DType) -> f64 {
 }
 
 /// One value for [`Fill::SignedZeros`]: `+0.0` or `-0.0` three times in eight each, else
-/// `-1.0`.
-fn signed_zero(rng: &mut Rng) -> f64 {
+/// `-1.0` (for an unsigned dtype, 1).
+fn signed_zero(rng: &mut Rng, dtype: DType) -> f64 {
     match rng.range(0, 7) {
         0..=2 => 0.0,
         3..=5 => -0.0,
+        _ if dtype.int_range().is_some_and(|(low, _)| low == 0) => 1.0,
         _ => -1.0,
     }
 }
 
+/// One value for [`Fill::Random`]: in [-1, 1) for a float dtype; for an integer one, any of
+/// its values ([`integer_value`]) or, in calls whose seed says `small`, one within ±4 (so that
+/// sums and products stay within the dtype's range and what follows them — a rounding, a
+/// requantize — is seen, not only its saturation).
+fn random_value(rng: &mut Rng, dtype: DType, small: bool) -> f64 {
+    if dtype.is_float() {
+        rng.unit()
+    } else if small {
+        let (low, high) = dtype.int_range().unwrap_or((0, 0));
+        rng.range(low.max(-4) as i64, high.min(4) as i64) as f64
+    } else {
+        integer_value(rng, dtype)
+    }
+}
+
+/// The operands of a call on `sample`, filled by `fill` in `dtype` (an operand of its own dtype
+/// in that one); an input with `values` bounds gets elements within them.
 pub(crate) fn operands(
     kernel: &EntryPointInfo,
     sample: &Sample,
     dtype: DType,
     fill: Fill,
+    bounds: &[ValueBound],
 ) -> Result<Vec<Option<Operand>>, CallError> {
     let seed = match fill {
         Fill::Random(seed)
@@ -196,6 +239,8 @@ pub(crate) fn operands(
         | Fill::SignedZeros(seed) => seed,
     };
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
+    // half the calls (by a bit of the mixed seed) draw small integers
+    let small = (seed ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9) >> 63 == 1;
     kernel
         .inputs
         .iter()
@@ -213,8 +258,18 @@ pub(crate) fn operands(
                 .map(|d| usize::try_from(*d).unwrap_or(0))
                 .collect();
             let count: usize = shape.iter().product();
+            // an operand of its own dtype (an `I64` index) keeps it whatever the call's
+            let dtype = desc.dtype.unwrap_or(dtype);
+            if let Some(bound) = bounds.iter().find(|b| b.input == desc.name) {
+                let values = bounded_values(&mut rng, fill, bound, count);
+                return AnyTensor::from_f64(dtype, &shape, &values)
+                    .map(|t| Some(Operand::contiguous(t)))
+                    .map_err(CallError::Operand);
+            }
             let values: Vec<f64> = match fill {
-                Fill::Random(_) => (0..count).map(|_| rng.unit()).collect(),
+                Fill::Random(_) => (0..count)
+                    .map(|_| random_value(&mut rng, dtype, small))
+                    .collect(),
                 Fill::Special(seed) => {
                     // Every other run (by the run index in bits 16 and up) without it.
                     let canonical = (seed >> 16) & 1 == 0;
@@ -225,7 +280,7 @@ pub(crate) fn operands(
                 Fill::WideExponents(_) => {
                     (0..count).map(|_| wide_exponent(&mut rng, dtype)).collect()
                 }
-                Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(&mut rng)).collect(),
+                Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(&mut rng, dtype)).collect(),
             };
             AnyTensor::from_f64(dtype, &shape, &values)
                 .map(|t| Some(Operand::contiguous(t)))
@@ -234,16 +289,31 @@ pub(crate) fn operands(
         .collect()
 }
 
-/// A call's arguments for `sample`: its operands filled by `fill`, and its parameter values;
-/// `Err` says why the sample cannot be expressed as a call.
+/// Values within `bound` (its ends included): uniform, and under [`Fill::Special`] one in
+/// three an end.
+fn bounded_values(rng: &mut Rng, fill: Fill, bound: &ValueBound, count: usize) -> Vec<f64> {
+    let (min, max) = (bound.min, bound.max.max(bound.min));
+    (0..count)
+        .map(|_| match (fill, rng.range(0, 5)) {
+            (Fill::Special(_), 0) => min as f64,
+            (Fill::Special(_), 1) => max as f64,
+            _ => rng.range(min, max) as f64,
+        })
+        .collect()
+}
+
+/// A call's arguments for `sample`: its operands filled by `fill` (inputs with `values` within
+/// `bounds`), and its parameter values; `Err` says why the sample cannot be expressed as a
+/// call.
 pub(crate) fn arguments(
     kernel: &EntryPointInfo,
     sample: &Sample,
     dtype: DType,
     fill: Fill,
+    bounds: &[ValueBound],
 ) -> Result<(Vec<Option<Operand>>, ParamValues), CallError> {
     Ok((
-        operands(kernel, sample, dtype, fill)?,
+        operands(kernel, sample, dtype, fill, bounds)?,
         params(kernel, sample)?,
     ))
 }
@@ -295,7 +365,8 @@ pub fn call_filled(
     fill: Fill,
     runs: Runs<'_>,
 ) -> Outcome {
-    let (operands, values) = match arguments(kernel, sample, dtype, fill) {
+    let bounds = domain.value_bounds(sample, dtype);
+    let (operands, values) = match arguments(kernel, sample, dtype, fill, &bounds) {
         Ok(arguments) => arguments,
         Err(error) => return Outcome::Skipped(error),
     };
@@ -414,7 +485,9 @@ pub fn executor_accepts(
     if !kernel.provider.description().executor {
         return false;
     }
-    let Ok((operands, mut values)) = arguments(kernel, sample, dtype, Fill::Random(1)) else {
+    let bounds = domain.value_bounds(sample, dtype);
+    let Ok((operands, mut values)) = arguments(kernel, sample, dtype, Fill::Random(1), &bounds)
+    else {
         return false;
     };
     let bindings = domain.bindings(sample, dtype);

@@ -217,7 +217,16 @@ pub fn evaluate(
             };
             (expected, outcome.trace)
         }),
-        Mode::Ordered => semantics::run(program, &on, &Rounded { nan }, trace).map(|outcome| {
+        Mode::Ordered => semantics::run(
+            program,
+            &on,
+            &Rounded {
+                nan,
+                overflow: overflow_policy(domain.raw),
+            },
+            trace,
+        )
+        .map(|outcome| {
             let expected = Expected {
                 outputs: outcome.outputs.into_iter().map(Elements::Ordered).collect(),
                 counts: outcome.counts,
@@ -237,6 +246,15 @@ pub fn nan_policy(raw: &RawContract) -> semantics::float::NanPolicy {
     match raw.precision.as_ref().and_then(|p| p.nan.as_ref()) {
         Some(nan) if nan.value == "ignore" => NanPolicy::Ignore,
         _ => NanPolicy::Propagate,
+    }
+}
+
+/// The integer overflow policy a contract declares (`precision.overflow`, default `wrap`).
+pub fn overflow_policy(raw: &RawContract) -> semantics::float::Overflow {
+    use semantics::float::Overflow;
+    match raw.precision.as_ref().and_then(|p| p.overflow.as_ref()) {
+        Some(overflow) if overflow.value == "saturate" => Overflow::Saturate,
+        _ => Overflow::Wrap,
     }
 }
 

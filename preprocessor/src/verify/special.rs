@@ -98,7 +98,15 @@ impl Gate<'_> {
             }
             Flow::Failed => return false,
         }
-        let compared = if self.claims_order() {
+        let compared = if !dtype.is_float() {
+            let overflow = match super::semantic::overflow_policy(self.raw) {
+                crate::semantics::float::Overflow::Wrap => "wrap",
+                crate::semantics::float::Overflow::Saturate => "saturate",
+            };
+            format!(
+                "bit for bit as the semantics computed exactly in {dtype} under `overflow: {overflow}` (integer arithmetic is exact)"
+            )
+        } else if self.claims_order() {
             format!(
                 "bit for bit as the semantics computed in {dtype} in the written order (the claimed order), NaN as NaN"
             )
@@ -126,10 +134,15 @@ impl Gate<'_> {
                 ),
             }
         };
+        let specials = if dtype.is_float() {
+            "NaN, ±Inf, -0.0, subnormals and ±3/4 of the largest finite"
+        } else {
+            "the dtype's smallest and largest values, their neighbours, 0 and ±1"
+        };
         self.evidence.rows.push((
             format!("{dtype} special values"),
             format!(
-                "{ran} admitted samples with NaN, ±Inf, -0.0, subnormals and ±3/4 of the largest finite in their operands through `{}`: no crash, no refusal, values {compared}",
+                "{ran} admitted samples with {specials} in their operands through `{}`: no crash, no refusal, values {compared}",
                 kernel.symbol,
             ),
         ));
@@ -236,7 +249,7 @@ impl Gate<'_> {
         self.paths_reached(dtype, &accepted.paths);
         let inputs = &accepted.inputs;
         let predicted = accepted.shapes();
-        let mode = if self.claims_order() {
+        let mode = if self.claims_order() || !dtype.is_float() {
             Mode::Ordered
         } else {
             Mode::Bounded

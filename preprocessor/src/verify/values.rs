@@ -74,7 +74,8 @@ impl Gate<'_> {
         let authored = stated.max_ulp.is_some()
             || stated.max_absolute.is_some()
             || stated.max_relative.is_some();
-        let mode = if self.claims_order() && !authored {
+        // Integer arithmetic is exact: an integer dtype is compared bit for bit.
+        let mode = if (self.claims_order() && !authored) || !dtype.is_float() {
             Mode::Ordered
         } else {
             Mode::Bounded
@@ -343,12 +344,11 @@ fn fraction(error: f64, allowed: f64) -> Option<f64> {
 /// One unit in the last place of `dtype` at `value` (the spacing of the dtype's values there;
 /// the smallest subnormal's below the normal range).
 pub(super) fn ulp(value: f64, dtype: DType) -> f64 {
-    let (mantissa_bits, min_exponent) = match dtype {
-        DType::F64 => (52, -1022),
-        DType::F32 => (23, -126),
-        DType::BF16 => (7, -126),
-        DType::F16 => (10, -14),
+    use fkc_provider::dtype::Format;
+    let Format::Float { exponent, mantissa } = dtype.format() else {
+        return 1.0; // an integer dtype's values are one apart
     };
+    let (mantissa_bits, min_exponent) = (mantissa as i32, 2 - (1 << (exponent - 1)));
     let exponent = if value == 0.0 || !value.is_finite() {
         min_exponent
     } else {
@@ -402,5 +402,9 @@ mod tests {
         assert_eq!(ulp(1.5, DType::BF16), 2f64.powi(-7));
         assert_eq!(ulp(0.0, DType::F16), 2f64.powi(-24));
         assert_eq!(ulp(1e-40, DType::F32), 2f64.powi(-149));
+        assert_eq!(ulp(1.0, DType::F64), f64::EPSILON);
+        assert_eq!(ulp(1.0, DType::F8E5M2), 0.25);
+        assert_eq!(ulp(0.0, DType::F8E5M2), 2f64.powi(-16));
+        assert_eq!(ulp(100.0, DType::I32), 1.0);
     }
 }

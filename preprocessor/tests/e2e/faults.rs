@@ -322,7 +322,7 @@ fn contracts_of_a_provider_that_failed_its_handshake_or_describe_fail_in_every_f
         (
             "v1",
             "FKC0313",
-            "speaks provider protocol 1, this mdbook-fkc speaks 2",
+            "speaks provider protocol 1, this mdbook-fkc speaks 2 to 3",
         ),
         (
             "describe",

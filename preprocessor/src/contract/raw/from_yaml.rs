@@ -4,7 +4,7 @@
 use super::{
     Determinism, EntryPointSpec, LayoutRequirement, MAX_RANK, RawCaps, RawContract, RawCost,
     RawFastPath, RawInput, RawLayout, RawMemory, RawOpParams, RawOracle, RawOutput, RawParamField,
-    RawPath, RawPrecision, RevisionHash,
+    RawPath, RawPrecision, RawValues, RevisionHash,
 };
 use crate::contract::schema::{Fields, Located, Reader};
 use crate::diag::Code;
@@ -46,6 +46,12 @@ const DTYPE_WORDS: &[(&str, DType)] = &[
     ("F64", DType::F64),
     ("BF16", DType::BF16),
     ("F16", DType::F16),
+    ("F8E5M2", DType::F8E5M2),
+    ("I8", DType::I8),
+    ("U8", DType::U8),
+    ("I32", DType::I32),
+    ("I64", DType::I64),
+    ("Bool", DType::Bool),
 ];
 
 /// Reads a contract from its root node. Problems are recorded in the reader; `None` when the
@@ -198,6 +204,8 @@ fn read_accept(reader: &mut Reader<'_>, contract: &Fields<'_>) -> Vec<RawInput> 
 const INPUT_FIELDS: &[&str] = &[
     "name",
     "dtypes",
+    "dtype",
+    "values",
     "layout",
     "rank",
     "shape_constraint",
@@ -209,21 +217,54 @@ fn read_input(reader: &mut Reader<'_>, node: &Node) -> Option<RawInput> {
     let name = reader
         .required(&fields, "name", "an input")
         .and_then(|n| reader.string(n, "name"))?;
-    let (dtypes, dtypes_span) = match reader.required(&fields, "dtypes", "an input") {
-        Some(list) => (read_dtypes(reader, list), reader.file_span(&list.span)),
-        None => (Vec::new(), name.span.clone()),
+    let dtype = reader.optional(&fields, "dtype", |r, n| r.word(n, "dtype", DTYPE_WORDS));
+    let (dtypes, dtypes_span) = match (fields.get("dtypes"), &dtype) {
+        (Some(list), None) => (read_dtypes(reader, list), reader.file_span(&list.span)),
+        (Some(list), Some(_)) => {
+            reader
+                .error_at(
+                    Code::InvalidValue,
+                    list,
+                    "an input has `dtypes` (the kernel's) or `dtype` (its own), not both".to_owned(),
+                )
+                .help
+                .push("keep `dtypes: [...]` for an input in the kernel's dtype, `dtype: I64` for one whose dtype never changes".to_owned());
+            (Vec::new(), name.span.clone())
+        }
+        (None, Some(own)) => (Vec::new(), own.span.clone()),
+        (None, None) => {
+            reader.required(&fields, "dtypes", "an input");
+            (Vec::new(), name.span.clone())
+        }
     };
     Some(RawInput {
         span: reader.file_span(&node.span),
         name,
         dtypes,
         dtypes_span,
+        dtype,
+        values: reader.optional(&fields, "values", read_values),
         layout: reader.optional(&fields, "layout", read_layout),
         rank: reader.optional(&fields, "rank", read_rank),
         shape_constraint: reader.optional(&fields, "shape_constraint", |r, n| {
             r.expression(n, "shape_constraint")
         }),
         optional: reader.optional(&fields, "optional", |r, n| r.boolean(n, "optional")),
+    })
+}
+
+fn read_values(reader: &mut Reader<'_>, node: &Node) -> Option<RawValues> {
+    let fields = reader.mapping(node, "values", &["min", "max"])?;
+    let min = reader
+        .required(&fields, "min", "values")
+        .and_then(|n| reader.expression(n, "values.min"))?;
+    let max = reader
+        .required(&fields, "max", "values")
+        .and_then(|n| reader.expression(n, "values.max"))?;
+    Some(RawValues {
+        span: reader.file_span(&node.span),
+        min,
+        max,
     })
 }
 
@@ -503,6 +544,7 @@ const PRECISION_FIELDS: &[&str] = &[
     "order",
     "nan",
     "nan_bits",
+    "overflow",
     "independent_of",
 ];
 
@@ -536,6 +578,9 @@ fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> 
                     .collect()
             })
             .unwrap_or_default(),
+        overflow: reader.optional(&fields, "overflow", |r, n| {
+            r.one_of(n, "precision.overflow", &["wrap", "saturate"])
+        }),
         nan_bits: reader.optional(&fields, "nan_bits", |r, n| {
             r.one_of(
                 n,

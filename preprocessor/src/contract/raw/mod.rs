@@ -76,6 +76,10 @@ pub struct RawInput {
     pub name: Located<String>,
     pub dtypes: Vec<Located<DType>>,
     pub dtypes_span: Range<usize>,
+    /// `dtype: I64`: the input's own dtype, whatever the kernel's (`dtypes` then absent).
+    pub dtype: Option<Located<DType>>,
+    /// `values: {min, max}`: the element values the contract admits (an index's range).
+    pub values: Option<RawValues>,
     pub layout: Option<RawLayout>,
     pub rank: Option<Located<u64>>,
     pub shape_constraint: Option<Located<String>>,
@@ -87,6 +91,15 @@ impl RawInput {
     pub fn is_optional(&self) -> bool {
         self.optional.as_ref().is_some_and(|o| o.value)
     }
+}
+
+/// An input's `values`: the smallest and largest element value the contract admits, as
+/// expressions (`max: "weight.dim[0] - 1"`); outside them, the kernel must refuse.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawValues {
+    pub span: Range<usize>,
+    pub min: Located<String>,
+    pub max: Located<String>,
 }
 
 /// One entry of `op_params.fields`.
@@ -183,6 +196,9 @@ pub struct RawPrecision {
     /// What bits a NaN output may have where the contract claims bits: `canonical`,
     /// `propagate` (an input NaN's, quieted), `either` (the default) or `any`.
     pub nan_bits: Option<Located<String>>,
+    /// `overflow: wrap | saturate`: what integer arithmetic, and a conversion into an integer
+    /// dtype, does with a result beyond the dtype (default `wrap`).
+    pub overflow: Option<Located<String>>,
     /// Op-params the outputs' bits do not depend on (a thread count): each sample runs again
     /// with each of them 1, bit for bit the same.
     pub independent_of: Vec<Located<String>>,

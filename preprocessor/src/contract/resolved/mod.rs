@@ -77,6 +77,8 @@ pub struct Contract {
     /// (formula name, expression) for flops, bytes_moved, overhead_ns and memory.*.
     pub formulas: Vec<(String, ResolvedExpr)>,
     pub fast_paths: Vec<ResolvedExpr>,
+    /// (input name, smallest, largest) element value an input's `values` admits.
+    pub value_bounds: Vec<(String, ResolvedExpr, ResolvedExpr)>,
     /// (predicate name, definition) for the predicates in scope.
     pub predicates: Vec<(String, Expr)>,
     /// Every root name the expressions may use, each with its slot; every expression above
@@ -104,6 +106,11 @@ impl Contract {
             .map(|(_, c)| &mut c.expr)
             .chain(formulas)
             .chain(self.fast_paths.iter_mut().map(|p| &mut p.expr))
+            .chain(
+                self.value_bounds
+                    .iter_mut()
+                    .flat_map(|(_, min, max)| [&mut min.expr, &mut max.expr]),
+            )
             .chain(self.predicates.iter_mut().map(|(_, d)| d))
             .chain(shapes)
             .for_each(|e| slots.resolve(e));
@@ -162,6 +169,16 @@ pub fn resolve_expressions(
         contract
             .fast_paths
             .extend(resolver.typed(&path.when, Type::Bool, "a fast path's `when`"));
+    }
+    for input in &raw.inputs {
+        if let Some(values) = &input.values
+            && let Some(min) = resolver.typed(&values.min, Type::Int, "`values.min`")
+            && let Some(max) = resolver.typed(&values.max, Type::Int, "`values.max`")
+        {
+            contract
+                .value_bounds
+                .push((input.name.value.clone(), min, max));
+        }
     }
     contract.resolve_slots(resolver.scope.names());
     let outputs: Vec<(String, usize)> = contract

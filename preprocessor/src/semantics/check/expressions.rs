@@ -55,6 +55,21 @@ impl Checker<'_> {
     pub(super) fn index(&mut self, expr: &Expr) -> Option<Int> {
         match self.expression(expr)? {
             Typed::Int(int) => Some(int),
+            // an element of an integer input: an index known on a run (`weight[ids[n, l], d]`)
+            Typed::Val(
+                Val {
+                    kind: ValKind::Read { tensor, index },
+                    span,
+                },
+                Some(dtype),
+            ) if !dtype.is_float()
+                && matches!(self.tensors[tensor].origin, super::super::ir::Origin::Input(_)) =>
+            {
+                Some(Int {
+                    kind: IntKind::Element { tensor, index },
+                    span,
+                })
+            }
             _ => {
                 self.type_error(
                     expr.span,

@@ -32,6 +32,8 @@ pub struct SigTensor {
     pub name: String,
     pub rank: usize,
     pub optional: bool,
+    /// Its own dtype (`ids: I64`), whatever the run's `T`.
+    pub dtype: Option<DType>,
 }
 
 /// Checks `program` against `signature`, with `T` the element dtype `t`.
@@ -126,7 +128,7 @@ impl<'s> Checker<'s> {
             origin,
             rank: sig.rank,
             optional: sig.optional,
-            dtype: t,
+            dtype: sig.dtype.unwrap_or(t),
         };
         let tensors = signature
             .inputs

@@ -10,13 +10,9 @@ use fkc_provider::DType;
 /// closes, computed once per process (the same numbers).
 fn gamma_of(n: usize, dtype: DType) -> f64 {
     const KNOWN: usize = 512;
-    static TABLES: [std::sync::OnceLock<Box<[f64]>>; 4] = [const { std::sync::OnceLock::new() }; 4];
-    let which = match dtype {
-        DType::F64 => 0,
-        DType::F32 => 1,
-        DType::BF16 => 2,
-        DType::F16 => 3,
-    };
+    static TABLES: [std::sync::OnceLock<Box<[f64]>>; DType::ALL.len()] =
+        [const { std::sync::OnceLock::new() }; DType::ALL.len()];
+    let which = DType::ALL.iter().position(|d| *d == dtype).unwrap_or(0);
     if n >= KNOWN {
         return gamma(n, unit_roundoff(dtype));
     }

@@ -143,7 +143,22 @@ impl Approx {
 
 /// The finite result `value ± error` rounded once into `dtype`: the rounding's error, the
 /// oracle's own f64 rounding, and the overflow it may cause.
+/// `value ± error` converted to an integer `dtype`: the nearest integer (saturated; the order
+/// reference applies the contract's overflow policy), one further apart per unit of doubt.
+fn integral(value: f64, error: f64, dtype: DType) -> Approx {
+    let nearest = super::super::rounded::round(value, dtype);
+    let doubt = if error == 0.0 { 0.0 } else { error + 1.0 };
+    Approx {
+        value: nearest,
+        error: doubt,
+        kinds: Kinds::FINITE,
+    }
+}
+
 pub(super) fn rounded(value: f64, error: f64, dtype: DType) -> Approx {
+    if !dtype.is_float() {
+        return integral(value, error, dtype);
+    }
     if !value.is_finite() || error.is_nan() {
         // The exact value left f64's range: the dtype's result overflows (every dtype's range
         // is within f64's).

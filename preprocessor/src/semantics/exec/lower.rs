@@ -159,6 +159,8 @@ impl<A: Arith> Lower<'_, '_, A> {
                 (self.bin(*op, a, b)?, iv_bin(*op, ia, ib))
             }
             // (an axis chosen at run time is lowered when it is fixed for the run)
+            // (an index read from a tensor is the generic walk's, which checks it on the run)
+            IntKind::Element { .. } => return Err(Bail),
             IntKind::Pick { index, options } => match self.int(index)?.0 {
                 IE::Const(at) => {
                     let option = usize::try_from(at).ok().and_then(|i| options.get(i));

@@ -114,6 +114,7 @@ pub(super) fn fixed(e: &Int) -> bool {
         IntKind::Bin(_, a, b) => fixed(a) && fixed(b),
         IntKind::Min(items) | IntKind::Max(items) => items.iter().all(fixed),
         IntKind::Pick { index, options } => fixed(index) && options.iter().all(fixed),
+        IntKind::Element { .. } => false,
     }
 }
 

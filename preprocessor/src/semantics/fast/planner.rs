@@ -294,7 +294,7 @@ impl Planner {
                 free(e)
             }
             IntKind::Pick { .. } if super::affine::fixed(e) => free(e),
-            IntKind::Pick { .. } => return None,
+            IntKind::Pick { .. } | IntKind::Element { .. } => return None,
             IntKind::Neg(a) => {
                 let a = self.linear(a)?;
                 Linear {

@@ -186,6 +186,20 @@ impl<A: Arith> Frame<'_, A> {
                 }
                 .ok_or_else(|| overflow(e.span))?
             }
+            IntKind::Element { tensor, index } => {
+                let flat = self.flat(*tensor, index, e.span)?;
+                let value = self.tensors[*tensor].values.get(flat).copied();
+                match value {
+                    Some(v) if v.fract() == 0.0 && v.abs() < 2f64.powi(63) => v as i64,
+                    _ => {
+                        return Err(Box::new(SemanticsError::run(
+                            e.span,
+                            "this element is not an integer index".to_owned(),
+                            "index with an element of an integer input (`I64`, `I32`, …)",
+                        )));
+                    }
+                }
+            }
             IntKind::Pick { index, options } => {
                 let at = self.int(index)?;
                 let option = usize::try_from(at).ok().and_then(|i| options.get(i));

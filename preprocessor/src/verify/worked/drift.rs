@@ -124,7 +124,9 @@ impl On<'_, '_> {
 
     /// Whether the semantics round nothing on `sample` (random operands).
     fn exact(&self, sample: &Sample) -> Option<bool> {
-        let (operands, _) = arguments(self.kernel, sample, self.dtype, Fill::Random(7)).ok()?;
+        let bounds = self.domain.value_bounds(sample, self.dtype);
+        let (operands, _) =
+            arguments(self.kernel, sample, self.dtype, Fill::Random(7), &bounds).ok()?;
         let (want, _) = self.oracle(sample, &oracle_inputs(&operands))?;
         Some(want.iter().all(|a| a.error == 0.0))
     }
@@ -145,8 +147,9 @@ impl On<'_, '_> {
     }
 
     fn trial(&self, sample: &Sample, length: usize, seed: u64) -> Option<DriftPoint> {
+        let bounds = self.domain.value_bounds(sample, self.dtype);
         let (operands, values) =
-            arguments(self.kernel, sample, self.dtype, Fill::Random(seed)).ok()?;
+            arguments(self.kernel, sample, self.dtype, Fill::Random(seed), &bounds).ok()?;
         let CallOutcome::Outputs(outputs) = self.kernel.run(&operands, &values) else {
             return None;
         };

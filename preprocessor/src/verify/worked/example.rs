@@ -288,18 +288,24 @@ impl On<'_, '_> {
 
     /// Small integers for every present input: for a selection distinct ones (its choice is
     /// then unambiguous), otherwise non-zero ones from −3 to 3 that differ between
-    /// neighbours and between inputs.
+    /// neighbours and between inputs; an input with `values` counts up through them (`ids`:
+    /// 0, 1, 2, … wrapping at the table's end).
     fn fill(&self, sample: &Sample) -> Values {
+        let bounds = self.domain.value_bounds(sample, self.dtype);
         self.kernel
             .inputs
             .iter()
             .enumerate()
             .map(|(slot, desc)| {
                 let count = present_dims(sample, &desc.name)?.iter().product::<usize>();
+                let bound = bounds.iter().find(|b| b.input == desc.name);
                 Some(
                     (0..count)
                         .map(|i| {
-                            if self.style.selects() {
+                            if let Some(b) = bound {
+                                let span = (b.max - b.min + 1).max(1);
+                                (b.min + (i as i64 * 2 + 1) % span) as f64
+                            } else if self.style.selects() {
                                 distinct(i, count)
                             } else {
                                 small(slot, i)
@@ -442,7 +448,8 @@ impl On<'_, '_> {
                 (Some(_), Some((_, view))) => Some(view),
                 (Some(values), None) => {
                     let shape = present_dims(sample, &desc.name)?;
-                    let tensor = AnyTensor::from_f64(self.dtype, &shape, values).ok()?;
+                    let dtype = desc.dtype.unwrap_or(self.dtype);
+                    let tensor = AnyTensor::from_f64(dtype, &shape, values).ok()?;
                     Some(Operand::contiguous(tensor))
                 }
             };
@@ -466,7 +473,8 @@ impl On<'_, '_> {
         let slot = self.kernel.inputs.iter().position(|d| d.name == *name)?;
         let shape = present_dims(sample, name)?;
         let values = values.get(slot)?.as_ref()?;
-        let tensor = AnyTensor::from_f64(self.dtype, &shape, values).ok()?;
+        let dtype = self.kernel.inputs.get(slot)?.dtype.unwrap_or(self.dtype);
+        let tensor = AnyTensor::from_f64(dtype, &shape, values).ok()?;
         Some((slot, transposed(&tensor)?))
     }
 }

@@ -1,10 +1,11 @@
 //! The Common kernels chapter's proof: each kernel's realistic bug (planted in the backend by
 //! its `mutants` feature) and single-field lies in its contract — a wrong axis, a broadcast rule
 //! off, `eps` ignored, a flag's meaning swapped, an enumeration's value misnamed, an order
-//! claimed that the kernel does not keep — each fail the gate at the default settings, while
-//! the unmutated chapter passes.
+//! claimed that the kernel does not keep, an integer overflow claimed the other way, an
+//! accumulator too narrow, an index range off by one — each fail the gate at the default
+//! settings, while the unmutated chapter passes.
 
-use super::{error_codes, mutate, planted, reference_entry};
+use super::{error_codes, mutate, planted};
 use crate::support::repo_root;
 use fkc_provider::{KernelRef, Registry};
 use fuel_reference_backend::fkc::ENTRY_POINTS;
@@ -20,6 +21,12 @@ fn common() -> String {
 
 /// (the contract, the mutant planted in its kernel).
 const MUTANTS: &[(&str, Mutant)] = &[
+    ("add", Mutant::AddIntSaturates),
+    ("qmatmul", Mutant::QmatmulNarrowAccumulator),
+    ("qmatmul", Mutant::QmatmulWrappingRequantize),
+    ("qmatmul", Mutant::QmatmulRoundHalfAway),
+    ("embedding", Mutant::EmbeddingInclusiveBound),
+    ("embedding", Mutant::EmbeddingNegativeWraps),
     ("matmul", Mutant::MatmulIgnoresTransposeB),
     ("add", Mutant::AddBroadcastAlignsLeading),
     ("mul", Mutant::MulBroadcastByModulo),
@@ -47,15 +54,26 @@ macro_rules! common_mutant_registry {
                         symbol,
                         call: |operands, params| {
                             let (kernel, mutant) = MUTANTS[$index];
+                            // the entry point's dtype: its first operand without one of its own
+                            let descs = ENTRY_POINTS
+                                .iter()
+                                .find(|k| k.kernel == kernel)
+                                .map_or(&[][..], |k| k.inputs);
                             let dtype = operands
                                 .iter()
-                                .flatten()
-                                .next()
+                                .zip(descs)
+                                .find(|(_, desc)| desc.dtype.is_none())
+                                .and_then(|(o, _)| o.as_ref())
                                 .map_or("f32", |o| o.dtype().suffix());
-                            let original = reference_entry(&format!(
-                                "fuel_reference_backend::ops::{kernel}_{dtype}"
-                            ));
-                            planted(mutant, original, operands, params)
+                            // (a dtype the kernel lacks is refused, as the reference refuses it)
+                            let symbol = format!("fuel_reference_backend::ops::{kernel}_{dtype}");
+                            match ENTRY_POINTS.iter().find(|k| k.symbol == symbol) {
+                                Some(original) => planted(mutant, original, operands, params),
+                                None => Err(fkc_provider::Rejection::new(
+                                    fkc_provider::KernelErrorKind::DType,
+                                    format!("no {symbol}"),
+                                )),
+                            }
                         },
                         ..*reference
                     });
@@ -72,7 +90,19 @@ macro_rules! common_mutant_registry {
     };
 }
 
-common_mutant_registry!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9);
+common_mutant_registry!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+
+/// The dtype suffix of the entry point a contract names.
+fn named_suffix(text: &str, kernel: &str) -> &'static str {
+    let start = text.find(&format!("kernel: {kernel}\n")).unwrap();
+    let named = &text[start..];
+    let symbol = format!("fuel_reference_backend::ops::{kernel}_");
+    let at = named.find(&symbol).unwrap() + symbol.len();
+    ["f32", "i8"]
+        .into_iter()
+        .find(|suffix| named[at..].starts_with(suffix))
+        .unwrap()
+}
 
 #[test]
 fn the_common_kernels_chapter_passes_and_every_kernel_mutant_fails() {
@@ -86,8 +116,15 @@ fn the_common_kernels_chapter_passes_and_every_kernel_mutant_fails() {
     );
     let mut survived = Vec::new();
     for (index, (kernel, mutant)) in MUTANTS.iter().enumerate() {
-        let from = format!("fuel_reference_backend::ops::{kernel}_f32");
-        let mutated = mutate(&text, kernel, &from, 0, &format!("mutant::c{index}_f32"));
+        let suffix = named_suffix(&text, kernel);
+        let from = format!("fuel_reference_backend::ops::{kernel}_{suffix}");
+        let mutated = mutate(
+            &text,
+            kernel,
+            &from,
+            0,
+            &format!("mutant::c{index}_{suffix}"),
+        );
         let mut providers = Providers::default();
         providers.link(mutant_registry());
         let codes = error_codes(&mutated, providers);
@@ -212,6 +249,43 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
         "for t in 0..i + 1:\n        acc += x[i - t, j]",
         "FKC0409",
     ),
+    // integer arithmetic: the wrap claimed as saturation, the saturation as a wrap, an
+    // accumulator too narrow
+    ("add", "overflow: wrap", 0, "overflow: saturate", "FKC0409"),
+    (
+        "qmatmul",
+        "overflow: saturate",
+        0,
+        "overflow: wrap",
+        "FKC0409",
+    ),
+    ("qmatmul", "acc: i32 = 0", 0, "acc: i8 = 0", "FKC0409"),
+    // the requantize rounding claimed in f64 (a double rounding the kernel does not do)
+    (
+        "qmatmul",
+        "cast(cast(acc, f32) * cast(scale, f32), i8)",
+        0,
+        "cast(acc * scale, i8)",
+        "FKC0409",
+    ),
+    // an index range one too wide (the kernel refuses an id it admits) or too narrow (the
+    // kernel takes an id it excludes)
+    (
+        "embedding",
+        "max: \"weight.dim[0] - 1\"",
+        0,
+        "max: \"weight.dim[0]\"",
+        "FKC0401",
+    ),
+    (
+        "embedding",
+        "max: \"weight.dim[0] - 1\"",
+        0,
+        "max: \"weight.dim[0] - 2\"",
+        "FKC0402",
+    ),
+    // an operand's own dtype that is not the kernel's
+    ("embedding", "dtype: I64", 0, "dtype: I32", "FKC0408"),
     // the permutation applied the other way round
     (
         "transpose",
