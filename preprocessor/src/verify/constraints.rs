@@ -30,6 +30,15 @@ pub struct ValueBound {
     pub max: i64,
 }
 
+impl ValueBound {
+    /// The `i`th of a run of values stepping through the bounds (odd steps from `min`,
+    /// wrapping), for a worked example's operand.
+    pub fn nth(&self, i: usize) -> f64 {
+        let span = (self.max - self.min + 1).max(1);
+        (self.min + (i as i64 * 2 + 1) % span) as f64
+    }
+}
+
 /// The sampling context of one contract.
 #[derive(Debug, Clone)]
 pub struct Domain<'a> {

@@ -287,9 +287,8 @@ impl On<'_, '_> {
     }
 
     /// Small integers for every present input: for a selection distinct ones (its choice is
-    /// then unambiguous), otherwise non-zero ones from −3 to 3 that differ between
-    /// neighbours and between inputs; an input with `values` counts up through them (`ids`:
-    /// 0, 1, 2, … wrapping at the table's end).
+    /// then unambiguous), otherwise non-zero ones from −3 to 3 that differ between neighbours
+    /// and between inputs; an input with `values` steps through them (`ValueBound::nth`).
     fn fill(&self, sample: &Sample) -> Values {
         let bounds = self.domain.value_bounds(sample, self.dtype);
         self.kernel
@@ -303,8 +302,7 @@ impl On<'_, '_> {
                     (0..count)
                         .map(|i| {
                             if let Some(b) = bound {
-                                let span = (b.max - b.min + 1).max(1);
-                                (b.min + (i as i64 * 2 + 1) % span) as f64
+                                b.nth(i)
                             } else if self.style.selects() {
                                 distinct(i, count)
                             } else {
@@ -448,8 +446,9 @@ impl On<'_, '_> {
                 (Some(_), Some((_, view))) => Some(view),
                 (Some(values), None) => {
                     let shape = present_dims(sample, &desc.name)?;
-                    let dtype = desc.dtype.unwrap_or(self.dtype);
-                    let tensor = AnyTensor::from_f64(dtype, &shape, values).ok()?;
+                    let tensor =
+                        AnyTensor::from_f64(desc.dtype.unwrap_or(self.dtype), &shape, values)
+                            .ok()?;
                     Some(Operand::contiguous(tensor))
                 }
             };
@@ -579,28 +578,5 @@ fn layout_sentence(traced: &Traced, storage: &Storage, outputs: &[AnyTensor]) ->
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn operands_are_small_non_zero_integers_that_differ_between_neighbours() {
-        let row: Vec<f64> = (0..12).map(|i| small(0, i)).collect();
-        assert!(row.iter().all(|v| *v != 0.0 && v.abs() <= 3.0));
-        assert!(row.windows(2).all(|w| w[0] != w[1]));
-        assert_ne!(small(0, 0), small(1, 0));
-        let mut chosen: Vec<i64> = (0..9).map(|i| distinct(i, 9) as i64).collect();
-        chosen.sort_unstable();
-        assert_eq!(chosen, (-4..=4).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn a_transposed_view_keeps_the_logical_values() {
-        let values: Vec<f64> = (0..6).map(f64::from).collect();
-        let tensor = AnyTensor::from_f64(DType::F32, &[2, 3], &values).unwrap();
-        let view = transposed(&tensor).unwrap();
-        assert_eq!(view.strides(), [1, 2]);
-        assert_eq!(view.packed().unwrap().to_f64_vec(), values);
-        assert_eq!(view.storage().to_f64_vec(), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
-    }
-}
+#[path = "example_tests.rs"]
+mod tests;

@@ -259,6 +259,14 @@ fn term(traced: &Traced, part: &Part, products: &HashSet<usize>) -> String {
     }
 }
 
+/// The whole number `sum / result` (at least 2) when `result` is `sum` divided by it.
+fn divisor(sum: f64, result: f64) -> Option<u64> {
+    let ratio = sum / result;
+    let whole = ratio.round();
+    (ratio.is_finite() && (2.0..=1e6).contains(&whole) && (ratio - whole).abs() < 1e-6 * whole)
+        .then_some(whole as u64)
+}
+
 /// `` `out[0, 1, 2, 2]` = 1·2 + (−1)·1 + … + bias 3 = 7 ``.
 fn sum_sentence(traced: &Traced, focus: Focus, parts: &[Part]) -> String {
     let (tensor, flat) = focus.element();
@@ -301,7 +309,14 @@ fn sum_sentence(traced: &Traced, focus: Focus, parts: &[Part]) -> String {
     let sum: f64 = parts.iter().map(|p| p.value).sum();
     let mut sentence = format!("`{target}` = {written} = {}", number(sum));
     if sum.to_bits() != result.to_bits() {
-        sentence.push_str(&format!("; the kernel returned {}", number(result)));
+        match divisor(sum, result) {
+            // an average: the sum divided by a count (avg_pool2d, reduce_mean)
+            Some(by) => sentence.push_str(&format!(
+                ", divided by {by}: {}, which the kernel returned",
+                number(result)
+            )),
+            None => sentence.push_str(&format!("; the kernel returned {}", number(result))),
+        }
     }
     sentence.push('.');
     sentence.push_str(&cut_note(traced, focus, parts));

@@ -191,3 +191,12 @@ fn a_strided_view_marks_where_its_elements_are_stored() {
         "`out[0, 1]` = `x[0, 1]` = 2. `x[0, 1]` is stored at offset 2 of its storage (first grid)."
     );
 }
+
+#[test]
+fn an_average_says_what_it_divides_by() {
+    assert_eq!(super::divisor(-1.0, -0.0625), Some(16));
+    assert_eq!(super::divisor(9.0, 3.0), Some(3));
+    assert_eq!(super::divisor(27.0, 0.0), None);
+    assert_eq!(super::divisor(5.0, 5.0), None);
+    assert_eq!(super::divisor(1.0, 0.3), None);
+}
