@@ -339,11 +339,24 @@ pub struct Program {
 
 /// A parameter's value on a sample (a boolean is 0 or 1, an enumeration's value its
 /// position among the values).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum ParamValue {
     Int(i64),
     Tuple(Vec<i64>),
     Float(f64),
+}
+
+/// Bit for bit: `-0.0` is not `+0.0` (a program lowered for one must not run for the other:
+/// `x · -0.0` and `x · +0.0` differ in sign), and a NaN is itself.
+impl PartialEq for ParamValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ParamValue::Int(a), ParamValue::Int(b)) => a == b,
+            (ParamValue::Tuple(a), ParamValue::Tuple(b)) => a == b,
+            (ParamValue::Float(a), ParamValue::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
 }
 
 /// `Σ coeffs[i]·vᵢ + offset` over the nest's variables (outermost first).
@@ -449,4 +462,18 @@ pub(super) struct LoweredKey {
     pub(super) inputs: Vec<Option<Vec<usize>>>,
     pub(super) outputs: Vec<Vec<usize>>,
     pub(super) params: Vec<ParamValue>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ParamValue;
+
+    #[test]
+    fn parameter_values_are_equal_bit_for_bit() {
+        assert_ne!(ParamValue::Float(0.0), ParamValue::Float(-0.0));
+        assert_eq!(ParamValue::Float(f64::NAN), ParamValue::Float(f64::NAN));
+        assert_eq!(ParamValue::Int(3), ParamValue::Int(3));
+        assert_ne!(ParamValue::Int(0), ParamValue::Float(0.0));
+        assert_eq!(ParamValue::Tuple(vec![1, 2]), ParamValue::Tuple(vec![1, 2]));
+    }
 }

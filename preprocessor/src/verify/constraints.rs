@@ -34,8 +34,8 @@ impl ValueBound {
     /// The `i`th of a run of values stepping through the bounds (odd steps from `min`,
     /// wrapping), for a worked example's operand.
     pub fn nth(&self, i: usize) -> f64 {
-        let span = (self.max - self.min + 1).max(1);
-        (self.min + (i as i64 * 2 + 1) % span) as f64
+        let span = (i128::from(self.max) - i128::from(self.min) + 1).max(1);
+        (i128::from(self.min) + (i as i128 * 2 + 1) % span) as f64
     }
 }
 

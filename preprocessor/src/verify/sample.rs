@@ -25,10 +25,12 @@ impl Rng {
         x
     }
 
-    /// A value in `low..=high`.
+    /// A value in `low..=high` (`low` when the range is empty); any two `i64` ends, without
+    /// overflow.
     pub fn range(&mut self, low: i64, high: i64) -> i64 {
-        let span = u64::try_from(high - low + 1).unwrap_or(1).max(1);
-        low + i64::try_from(self.next_u64() % span).unwrap_or(0)
+        let span = (i128::from(high) - i128::from(low) + 1).clamp(1, i128::from(u64::MAX));
+        let offset = i128::from(self.next_u64()) % span;
+        i64::try_from(i128::from(low) + offset).unwrap_or(low)
     }
 
     /// A float in [-1, 1).
@@ -328,6 +330,18 @@ mod tests {
     use super::super::constraints::{Domain, Verdict};
     use super::*;
     use fkc_provider::DType;
+
+    #[test]
+    fn a_range_takes_any_two_ends() {
+        let mut rng = Rng::new(7);
+        for _ in 0..100 {
+            let v = rng.range(-3, 4);
+            assert!((-3..=4).contains(&v));
+        }
+        let _ = rng.range(i64::MIN, i64::MAX);
+        assert_eq!(rng.range(5, 2), 5);
+        assert!(rng.range(i64::MAX - 1, i64::MAX) >= i64::MAX - 1);
+    }
 
     #[test]
     fn a_described_sample_parses_back_to_itself() {
