@@ -22,7 +22,7 @@ pub enum DType {
     /// IEEE 754 binary16 (`half::f16`).
     F16,
     /// 8-bit float, 5 exponent bits and 2 stored significand bits (OCP FP8 E5M2): IEEE rules,
-    /// with ±Inf, NaNs, subnormals and round-to-nearest-even ([`crate::tensor::F8E5M2`]).
+    /// with ±Inf, NaNs, subnormals and round-to-nearest-even ([`crate::f8::F8E5M2`]).
     F8E5M2,
     /// Signed 8-bit integer (two's complement).
     I8,
