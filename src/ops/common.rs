@@ -32,6 +32,22 @@ pub(crate) fn require_rank(
     ))
 }
 
+/// The `R` dimensions of a rank-`R` operand of `op`, or `Rank` naming its layout.
+pub(crate) fn dims<const R: usize>(
+    op: &'static str,
+    name: &str,
+    layout: &str,
+    shape: &[usize],
+) -> Result<[usize; R], KernelError> {
+    <[usize; R]>::try_from(shape).map_err(|_| {
+        KernelError::new(
+            op,
+            KernelErrorKind::Rank,
+            format!("{name} must be rank {R} [{layout}], got shape {shape:?}"),
+        )
+    })
+}
+
 /// Fails with `ZeroSize` if `shape` has a zero dimension.
 pub(crate) fn require_nonempty(
     op: &'static str,

@@ -2,21 +2,11 @@
 
 use crate::error::{KernelError, KernelErrorKind};
 use crate::mutants::{Mutant, active};
+use crate::ops::common::dims;
 use crate::shape::numel;
 use crate::tensor::{RefTensor, Scalar};
 
 const OP: &str = "embedding";
-
-/// The two dimensions of a rank-2 operand, or `Rank`.
-fn dims2(name: &str, layout: &str, shape: &[usize]) -> Result<[usize; 2], KernelError> {
-    <[usize; 2]>::try_from(shape).map_err(|_| {
-        KernelError::new(
-            OP,
-            KernelErrorKind::Rank,
-            format!("{name} must be rank 2 [{layout}], got shape {shape:?}"),
-        )
-    })
-}
 
 /// The weight row `id` (found at `ids[n, l]`) selects: `id` itself when `0 <= id < vocab`,
 /// anything else `Length`.
@@ -56,8 +46,8 @@ pub fn embedding<T: Scalar>(
     ids: &RefTensor<i64>,
     weight: &RefTensor<T>,
 ) -> Result<RefTensor<T>, KernelError> {
-    let [n, l] = dims2("ids", "N, L", ids.shape())?;
-    let [vocab, dim] = dims2("weight", "V, D", weight.shape())?;
+    let [n, l] = dims(OP, "ids", "N, L", ids.shape())?;
+    let [vocab, dim] = dims(OP, "weight", "V, D", weight.shape())?;
     let out_shape = [n, l, dim];
     let mut out = Vec::with_capacity(numel(&out_shape)?);
     let table = weight.data();

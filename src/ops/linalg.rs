@@ -2,6 +2,7 @@
 
 use crate::error::{KernelError, KernelErrorKind};
 use crate::mutants::{Mutant, active};
+use crate::ops::common::dims;
 use crate::shape::numel;
 use crate::tensor::{Element, RefTensor};
 
@@ -14,17 +15,6 @@ pub struct MatmulParams {
     pub transpose_a: bool,
     /// `b` is `[B, N, K]` (read as its transpose) instead of `[B, K, N]`.
     pub transpose_b: bool,
-}
-
-/// The three dimensions of a rank-3 operand, or `Rank`.
-fn dims3(name: &str, layout: &str, shape: &[usize]) -> Result<[usize; 3], KernelError> {
-    <[usize; 3]>::try_from(shape).map_err(|_| {
-        KernelError::new(
-            OP,
-            KernelErrorKind::Rank,
-            format!("{name} must be rank 3 [{layout}], got shape {shape:?}"),
-        )
-    })
 }
 
 /// Batched matrix product: `out[b, i, j] = Σ_k A[b, i, k] · B[b, k, j]` with `A = a` (or its
@@ -51,8 +41,8 @@ pub fn matmul<T: Element>(
     );
     let ta = params.transpose_a;
     let tb = params.transpose_b && !active(Mutant::MatmulIgnoresTransposeB);
-    let [batch_a, a1, a2] = dims3("a", if ta { "B, K, M" } else { "B, M, K" }, a.shape())?;
-    let [batch_b, b1, b2] = dims3("b", if tb { "B, N, K" } else { "B, K, N" }, b.shape())?;
+    let [batch_a, a1, a2] = dims(OP, "a", if ta { "B, K, M" } else { "B, M, K" }, a.shape())?;
+    let [batch_b, b1, b2] = dims(OP, "b", if tb { "B, N, K" } else { "B, K, N" }, b.shape())?;
     let (m, k_a) = if ta { (a2, a1) } else { (a1, a2) };
     let (k_b, n) = if tb { (b2, b1) } else { (b1, b2) };
     let mismatch = |what: String| {

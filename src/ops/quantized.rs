@@ -3,6 +3,7 @@
 
 use crate::error::{KernelError, KernelErrorKind};
 use crate::mutants::{Mutant, active};
+use crate::ops::common::dims;
 use crate::shape::numel;
 use crate::tensor::RefTensor;
 
@@ -14,17 +15,6 @@ pub struct QmatmulParams {
     /// What each `i32` sum is multiplied by (in `f32`) before rounding to `i8`; any value,
     /// NaN and infinities included.
     pub scale: f32,
-}
-
-/// The two dimensions of a rank-2 operand, or `Rank`.
-fn dims2(name: &str, layout: &str, shape: &[usize]) -> Result<[usize; 2], KernelError> {
-    <[usize; 2]>::try_from(shape).map_err(|_| {
-        KernelError::new(
-            OP,
-            KernelErrorKind::Rank,
-            format!("{name} must be rank 2 [{layout}], got shape {shape:?}"),
-        )
-    })
 }
 
 /// `Σ x·y` over the pairs in order, each product and sum a wrapping `i32` operation.
@@ -69,8 +59,8 @@ pub fn qmatmul(
     b: &RefTensor<i8>,
     params: &QmatmulParams,
 ) -> Result<RefTensor<i8>, KernelError> {
-    let [m, k] = dims2("a", "M, K", a.shape())?;
-    let [k_b, n] = dims2("b", "K, N", b.shape())?;
+    let [m, k] = dims(OP, "a", "M, K", a.shape())?;
+    let [k_b, n] = dims(OP, "b", "K, N", b.shape())?;
     if k != k_b {
         return Err(KernelError::new(
             OP,
