@@ -159,7 +159,8 @@ impl<'a> Reader<'a> {
         &mut self.errors[last]
     }
 
-    fn wrong_type(&mut self, node: &Node, what: &str, expected: &str) {
+    /// Reports a field of the wrong type: `what` must be `expected`.
+    pub fn wrong_type(&mut self, node: &Node, what: &str, expected: &str) {
         let found = node.value.type_name();
         let diagnostic = self.error_at(
             Code::WrongType,

@@ -1,11 +1,14 @@
 //! The contract's semantics, resolved: its own `semantics` pseudo-code, or its op kind's
 //! standard semantics ([`crate::semantics::standard`]), parsed once and checked against the
 //! contract's signature — its inputs with their ranks, its outputs with the ranks of their shape
-//! rules, its op-param fields — for every dtype its inputs declare. Problems are
+//! rules, its op-param fields — for every dtype its inputs declare and every combination of
+//! ranks its inputs and outputs can have (an input of `rank: any`, a reduction's output whose
+//! rank follows `keepdim`): one checked program each. Problems are
 //! diagnostics at the exact place in the pseudo-code (in the author's file, or in the standard
 //! semantics chapter for an op kind's).
 
 use super::raw::RawContract;
+use super::resolved::ResolvedOutput;
 use crate::diag::{Code, Diagnostic};
 use crate::expr::Span;
 use crate::semantics::{self, SemanticsError, SemanticsErrorKind, SigTensor, Signature, ir};
@@ -28,20 +31,46 @@ pub enum Origin {
 pub struct Semantics {
     pub text: String,
     pub origin: Origin,
+    /// The signature at the first combination of ranks (names, optionality and dtypes are the
+    /// same at every one).
     pub signature: Signature,
-    /// The checked program for each dtype some input declares.
-    pub programs: Vec<(DType, ir::Program)>,
+    /// The checked program for each dtype some input declares and each combination of ranks.
+    pub programs: Vec<Checked>,
     /// Where the text sits in the author's file (its own semantics).
     map: TextMap,
 }
 
+/// One checked program: for a dtype, with the signature's tensors (inputs, then outputs) of
+/// these ranks.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub dtype: DType,
+    pub ranks: Vec<usize>,
+    pub program: ir::Program,
+}
+
+/// The most combinations of ranks a contract's semantics are checked at (per dtype).
+pub const MAX_RANK_COMBINATIONS: usize = 256;
+
 impl Semantics {
-    /// The checked program for `dtype`, when the contract declares it.
-    pub fn program(&self, dtype: DType) -> Option<&ir::Program> {
-        self.programs
-            .iter()
-            .find(|(d, _)| *d == dtype)
-            .map(|(_, p)| p)
+    /// The checked program for `dtype` with the signature's tensors of `ranks` (inputs, then
+    /// outputs; `None` for an absent input, whose rank does not matter), when the contract
+    /// declares them.
+    pub fn program(&self, dtype: DType, ranks: &[Option<usize>]) -> Option<&ir::Program> {
+        let fits = |checked: &&Checked| {
+            checked.dtype == dtype
+                && checked.ranks.len() == ranks.len()
+                && (checked.ranks.iter().zip(ranks)).all(|(r, want)| want.is_none_or(|w| w == *r))
+        };
+        self.programs.iter().find(fits).map(|c| &c.program)
+    }
+
+    /// The checked program for `dtype` at the highest ranks (the last combination), where
+    /// every whole index has components: for what every program shares (its tensors' names
+    /// and origins, the functions it calls, how it stores).
+    pub fn widest_program(&self, dtype: DType) -> Option<&ir::Program> {
+        let checked = self.programs.iter().rfind(|c| c.dtype == dtype);
+        checked.map(|c| &c.program)
     }
 
     /// A diagnostic for an error of the semantics (parse, check or run), located in the
@@ -129,28 +158,31 @@ impl TextMap {
     }
 }
 
-/// The contract's signature, as the semantics see it (`standard`: an op kind's semantics,
-/// which may name optional inputs the contract does not declare).
-fn signature(raw: &RawContract, outputs: &[(String, usize)], standard: bool) -> Signature {
+/// The contract's signature, as the semantics see it, with its inputs and then its outputs
+/// of `ranks` (`standard`: an op kind's semantics, which may name optional inputs the contract
+/// does not declare).
+fn signature(
+    raw: &RawContract,
+    outputs: &[ResolvedOutput],
+    ranks: &[usize],
+    standard: bool,
+) -> Signature {
+    let mut ranks = ranks.iter().copied();
     let inputs = raw
         .inputs
         .iter()
         .map(|input| SigTensor {
             name: input.name.value.clone(),
-            rank: input
-                .rank
-                .as_ref()
-                .and_then(|r| usize::try_from(r.value).ok())
-                .unwrap_or(0),
+            rank: ranks.next().unwrap_or(0),
             optional: input.is_optional(),
             dtype: input.dtype.as_ref().map(|d| d.value),
         })
         .collect();
     let outputs = outputs
         .iter()
-        .map(|(name, rank)| SigTensor {
-            name: name.clone(),
-            rank: *rank,
+        .map(|output| SigTensor {
+            name: output.name.clone(),
+            rank: ranks.next().unwrap_or(0),
             optional: false,
             dtype: None,
         })
@@ -185,12 +217,59 @@ fn signature(raw: &RawContract, outputs: &[(String, usize)], standard: bool) -> 
     }
 }
 
+/// Every combination of ranks the signature's tensors can have (inputs, then outputs): each
+/// input's declared ranks (0 without `rank`), and for each, the ranks each output's shape rule
+/// gives (0 without one). At most [`MAX_RANK_COMBINATIONS`]; `None` beyond.
+fn rank_combinations(raw: &RawContract, outputs: &[ResolvedOutput]) -> Option<Vec<Vec<usize>>> {
+    let mut inputs: Vec<Vec<usize>> = vec![Vec::new()];
+    for input in &raw.inputs {
+        let ranks = input.rank.as_ref().map_or(0..=0, |r| r.value.ranks());
+        inputs = extend(inputs, |_| ranks.clone())?;
+    }
+    let mut combinations = Vec::new();
+    for input_ranks in inputs {
+        let rank_of = |name: &str| {
+            let at = raw.inputs.iter().position(|i| i.name.value == name);
+            at.and_then(|k| input_ranks.get(k)).copied().unwrap_or(0)
+        };
+        let mut all = vec![input_ranks.clone()];
+        for output in outputs {
+            let ranks = output.shape.as_ref().map_or(0..=0, |s| s.ranks(rank_of));
+            all = extend(all, |_| ranks.clone())?;
+        }
+        combinations.extend(all);
+        if combinations.len() > MAX_RANK_COMBINATIONS {
+            return None;
+        }
+    }
+    Some(combinations)
+}
+
+/// Each of `prefixes` extended by each rank `next` gives for it; `None` past the budget.
+fn extend(
+    prefixes: Vec<Vec<usize>>,
+    next: impl Fn(&[usize]) -> std::ops::RangeInclusive<usize>,
+) -> Option<Vec<Vec<usize>>> {
+    let mut extended = Vec::new();
+    for prefix in prefixes {
+        for rank in next(&prefix) {
+            let mut longer = prefix.clone();
+            longer.push(rank);
+            extended.push(longer);
+            if extended.len() > MAX_RANK_COMBINATIONS {
+                return None;
+            }
+        }
+    }
+    Some(extended)
+}
+
 /// Resolves a contract's semantics (its own, or its op kind's standard ones) against its
-/// outputs (name, rank of its shape rule); `None` when it has neither, or they do not check
-/// (the diagnostics say why).
+/// outputs' shape rules; `None` when it has neither, or they do not check (the diagnostics say
+/// why).
 pub fn resolve(
     raw: &RawContract,
-    outputs: &[(String, usize)],
+    outputs: &[ResolvedOutput],
     source: &Arc<SourceFile>,
 ) -> (Option<Arc<Semantics>>, Vec<Diagnostic>) {
     let (text, origin, map) = match &raw.semantics {
@@ -218,7 +297,10 @@ pub fn resolve(
         Ok(ast) => ast,
         Err(error) => return (None, vec![report(&error)]),
     };
-    let signature = signature(raw, outputs, matches!(origin, Origin::Standard(_)));
+    let standard = matches!(origin, Origin::Standard(_));
+    let Some(combinations) = rank_combinations(raw, outputs) else {
+        return (None, vec![too_many_ranks(raw, source)]);
+    };
     // Every dtype some input declares: the gate runs each of them.
     let mut dtypes: Vec<DType> = Vec::new();
     for dtype in raw.inputs.iter().flat_map(|i| &i.dtypes) {
@@ -231,17 +313,30 @@ pub fn resolve(
     }
     let mut programs = Vec::new();
     for dtype in dtypes {
-        match semantics::check(&ast, &signature, dtype) {
-            Ok(program) => programs.push((dtype, program)),
-            Err(errors) => {
-                let problems = match &origin {
-                    Origin::Own => errors.iter().map(report).collect(),
-                    Origin::Standard(kind) => misfit(kind, &errors, raw, source),
-                };
-                return (None, problems);
+        for ranks in &combinations {
+            let signature = signature(raw, outputs, ranks, standard);
+            match semantics::check(&ast, &signature, dtype) {
+                Ok(program) => programs.push(Checked {
+                    dtype,
+                    ranks: ranks.clone(),
+                    program,
+                }),
+                Err(errors) => {
+                    let mut problems: Vec<Diagnostic> = match &origin {
+                        Origin::Own => errors.iter().map(report).collect(),
+                        Origin::Standard(kind) => misfit(kind, &errors, raw, source),
+                    };
+                    if combinations.len() > 1 {
+                        let at = ranks_note(&signature);
+                        problems.iter_mut().for_each(|p| p.notes.push(at.clone()));
+                    }
+                    return (None, problems);
+                }
             }
         }
     }
+    let first = combinations.first().map_or(&[][..], Vec::as_slice);
+    let signature = signature(raw, outputs, first, standard);
     let resolved = Semantics {
         text,
         origin,
@@ -250,6 +345,29 @@ pub fn resolve(
         map,
     };
     (Some(Arc::new(resolved)), Vec::new())
+}
+
+/// Which ranks a check failed at: `checked with x of rank 2, out of rank 0`.
+fn ranks_note(signature: &Signature) -> String {
+    let tensors = signature.inputs.iter().chain(&signature.outputs);
+    let ranks: Vec<String> = tensors
+        .map(|t| format!("`{}` of rank {}", t.name, t.rank))
+        .collect();
+    format!("checked with {}", ranks.join(", "))
+}
+
+/// More combinations of ranks than the semantics are checked at.
+fn too_many_ranks(raw: &RawContract, source: &Arc<SourceFile>) -> Diagnostic {
+    let span = raw.semantics.as_ref().map_or(raw.kernel.span.clone(), |s| s.span.clone());
+    Diagnostic::error(
+        Code::SemanticsBudget,
+        source,
+        span,
+        format!(
+            "the inputs' and outputs' ranks combine in more than {MAX_RANK_COMBINATIONS} ways; the semantics are checked at each"
+        ),
+    )
+    .with_help("narrow the inputs' `rank` ranges (`rank: { min: 1, max: 3 }` instead of `any`)")
 }
 
 /// An op kind's standard semantics that do not fit a contract (which declares other inputs or

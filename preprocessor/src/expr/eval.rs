@@ -578,7 +578,7 @@ fn binary(
 
 mod builtins;
 
-pub use builtins::{divisible, floor_div, floor_mod};
+pub use builtins::{divisible, floor_div, floor_mod, normalized_axes};
 use builtins::call_builtin;
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ pub fn suggest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     error::did_you_mean(name, candidates)
 }
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the fuzzers' and tests' API
-pub use eval::{Bindings, NativeFn, divisible, eval, floor_div, floor_mod};
+pub use eval::{Bindings, NativeFn, divisible, eval, floor_div, floor_mod, normalized_axes};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the fuzzers' and tests' API
 pub use lexer::MAX_TOKENS;
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))] // also the fuzzers' and tests' API

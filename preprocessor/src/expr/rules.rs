@@ -12,7 +12,9 @@ use super::value::Type;
 
 /// The built-in functions: `divisible(a, b)`, `min(a, b, ...)`, `max(a, b, ...)`, and for
 /// parameters `len(list)`, `distinct(list)`, `within(list, lo, hi)`, `permutation(list, n)`,
-/// `isnan(x)`, `isfinite(x)`, `contains(list, v)`, and `select(cond, a, b)` on integers.
+/// `isnan(x)`, `isfinite(x)`, `contains(list, v)`, `axes(list, n)`, `prod(list)` and
+/// `broadcastable(a, b)` (of operands' dims too: `prod(x.dim)`), and `select(cond, a, b)` on
+/// integers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Builtin {
     /// `divisible(a, b)`: `b != 0 && a % b == 0` (false, not an error, when `b == 0`).
@@ -37,10 +39,21 @@ pub(crate) enum Builtin {
     Select,
     /// `contains(list, v)`: `v` is an element of the list.
     Contains,
+    /// `axes(list, n)`: distinct axes of a rank-`n` tensor, each in `[-n, n)` (negative counts
+    /// from the end, so `-1` and `n - 1` are the same axis).
+    Axes,
+    /// `prod(list)`: the product of the elements (1 for none); `prod(x.dim)` is `x`'s element
+    /// count.
+    Prod,
+    /// `broadcastable(a, b)`: two shapes NumPy broadcasts (trailing axes aligned, each pair
+    /// equal or one of them 1): `broadcastable(a.dim, b.dim)`.
+    Broadcastable,
 }
 
 impl Builtin {
-    pub(crate) const NAMES: [&'static str; 11] = [
+    pub(crate) const NAMES: [&'static str; 14] = [
+        "axes",
+        "broadcastable",
         "contains",
         "distinct",
         "divisible",
@@ -50,6 +63,7 @@ impl Builtin {
         "max",
         "min",
         "permutation",
+        "prod",
         "select",
         "within",
     ];
@@ -67,6 +81,9 @@ impl Builtin {
             "isfinite" => Builtin::IsFinite,
             "select" => Builtin::Select,
             "contains" => Builtin::Contains,
+            "axes" => Builtin::Axes,
+            "prod" => Builtin::Prod,
+            "broadcastable" => Builtin::Broadcastable,
             _ => return None,
         })
     }
@@ -84,6 +101,9 @@ impl Builtin {
             Builtin::IsFinite => "isfinite",
             Builtin::Select => "select",
             Builtin::Contains => "contains",
+            Builtin::Axes => "axes",
+            Builtin::Prod => "prod",
+            Builtin::Broadcastable => "broadcastable",
         }
     }
 
@@ -100,6 +120,9 @@ impl Builtin {
             Builtin::IsNan | Builtin::IsFinite => (Some(vec![Type::Float]), Type::Bool),
             Builtin::Select => (Some(vec![Type::Bool, Type::Int, Type::Int]), Type::Int),
             Builtin::Contains => (Some(vec![list(), Type::Int]), Type::Bool),
+            Builtin::Axes => (Some(vec![list(), Type::Int]), Type::Bool),
+            Builtin::Prod => (Some(vec![list()]), Type::Int),
+            Builtin::Broadcastable => (Some(vec![list(), list()]), Type::Bool),
         }
     }
 

@@ -172,6 +172,14 @@ impl Type {
         ])
     }
 
+    /// The type of an operand whose rank is known only on a sample: `{ dim: [int], rank: int }`.
+    pub fn operand_of_any_rank() -> Type {
+        Type::Record(vec![
+            ("dim".to_owned(), Type::List(Box::new(Type::Int))),
+            ("rank".to_owned(), Type::Int),
+        ])
+    }
+
     /// A tuple of `len` integers.
     pub fn ints(len: usize) -> Type {
         Type::Tuple(vec![Type::Int; len])

@@ -126,6 +126,20 @@ pub enum IntKind {
     /// An element of an integer input tensor used as an index (`weight[ids[n, l], d]`): known
     /// only on a run, so every access it indexes is checked then.
     Element { tensor: usize, index: Vec<Int> },
+    /// `numel(t)`: the product of a tensor's dims.
+    Numel(usize),
+    /// Component `component` of `reduced(i, axes, keepdim)`, the index a reduction writes for
+    /// the whole index `i`: `i` with the axes the list parameter `axes` names (negative from
+    /// the end) removed, or set to 0 where `keepdim` (a boolean parameter, or a constant: not
+    /// 0 keeps) holds. `width` is the rank of the tensor it indexes; a run checks the axes and
+    /// that width.
+    Reduced {
+        index: Vec<Int>,
+        axes: usize,
+        keepdim: Box<Int>,
+        component: usize,
+        width: usize,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -313,3 +313,50 @@ fn the_format_reference_states_the_grammar_the_parser_reads() {
         assert!(section.contains(special), "{special}");
     }
 }
+
+/// A reduction written once for every rank: `reduced(i, axes, keepdim)` is the output element
+/// input element `i` adds to, `numel` a tensor's element count; axes that repeat, or an output
+/// of another rank than the reduced index, fail on the run (FKC0504's kind).
+#[test]
+fn a_reduction_over_whole_indices_sums_removes_or_keeps_axes() {
+    const MEAN: &str = "for o in out:\n  out[o] = -0.0\nfor i in x:\n  out[reduced(i, axes, keepdim)] += x[i]\nfor o in out:\n  out[o] = out[o] / (numel(x) / numel(out))\n";
+    let signature = |out_rank| Signature {
+        inputs: vec![tensor("x", 3, false)],
+        outputs: vec![tensor("out", out_rank, false)],
+        params: vec![
+            ir::Param {
+                name: "axes".to_owned(),
+                form: ir::ParamForm::List,
+            },
+            ir::Param {
+                name: "keepdim".to_owned(),
+                form: ir::ParamForm::Bool,
+            },
+        ],
+        undeclared_absent: false,
+    };
+    // x [2, 1, 3] = 0..6; the mean over axes (0, -1): out [1] (or [1, 1, 1] kept) = 15 / 6
+    let x = [Some((vec![2, 1, 3], (0..6).map(f64::from).collect::<Vec<_>>()))];
+    let run_at = |out_rank: usize, out: Vec<usize>, axes: Vec<i64>, keep: i64| {
+        let program = compile(MEAN, &signature(out_rank), DType::F64);
+        let params = [ParamValue::Tuple(axes), ParamValue::Int(keep)];
+        let on = Inputs {
+            inputs: &x,
+            outputs: &[out],
+            params: &params,
+            dtype: DType::F64,
+        };
+        run(&program, &on, &Rounded::default(), false)
+    };
+    let removed = run_at(1, vec![1], vec![0, -1], 0).unwrap();
+    assert_eq!(removed.outputs[0], vec![2.5]);
+    let kept = run_at(3, vec![1, 1, 1], vec![-1, 0], 1).unwrap();
+    assert_eq!(kept.outputs[0], vec![2.5]);
+    // axis 2 only: out [2, 1] holds each row's mean, 1 and 4
+    let rows = run_at(2, vec![2, 1], vec![2], 0).unwrap();
+    assert_eq!(rows.outputs[0], vec![1.0, 4.0]);
+    let twice = run_at(2, vec![2, 1], vec![2, -1], 0).unwrap_err();
+    assert!(twice.message.contains("not distinct axes"), "{}", twice.message);
+    let wrong_rank = run_at(2, vec![2, 1], vec![2], 1).unwrap_err();
+    assert!(wrong_rank.message.contains("has rank 2"), "{}", wrong_rank.message);
+}

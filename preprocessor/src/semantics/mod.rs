@@ -38,7 +38,9 @@
 //! Names: the contract's inputs and outputs (tensors: `x[n, c, h, w]`, `x.dim[2]`, `x.rank`),
 //! its op-param fields (`groups`, `stride[0]`), loop variables, locals, `true`, `false`, `inf`,
 //! `nan`. Functions: `exp log sqrt rsqrt tanh erf abs max min` on values (`max`/`min` of
-//! indices too), `select(cond, a, b)`, `cast(v, dtype)`, `present(input)`, `isnan(v)`.
+//! indices too), `select(cond, a, b)`, `cast(v, dtype)`, `present(input)`, `isnan(v)`,
+//! `numel(t)` (a tensor's element count), and `reduced(i, axes, keepdim)` as a tensor's only
+//! index (the element a reduction writes for the whole index `i`).
 
 pub mod ast;
 mod check;

@@ -82,8 +82,7 @@ fn variables(domain: &Domain<'_>, dtype: DType) -> Vec<(String, Var)> {
     let mut vars = vec![("dtype_bytes".to_owned(), Var::Int(bytes, bytes))];
     let rank_of = |name: &str| {
         let input = domain.raw.inputs.iter().find(|i| i.name.value == name)?;
-        let max = crate::contract::raw::MAX_RANK as u64;
-        usize::try_from(input.rank.as_ref().map_or(1, |r| r.value.min(max))).ok()
+        Some(input.rank.as_ref().map_or(1, |r| r.value.max))
     };
     for input in &domain.raw.inputs {
         if let Some(rank) = rank_of(&input.name.value) {

@@ -4,19 +4,21 @@
 //! an operand's shape are bound to that operand by the backend's description
 //! (`FieldInfo::shape_of`), never guessed from their names.
 
-use super::geometry;
 use super::sample::{DIMS, MAX_VALUE, Param, Rng, SIGNED, Sample, small};
 use crate::contract::raw::RawContract;
-use crate::contract::resolved::{Contract, ShapeRule};
+use crate::contract::resolved::Contract;
 use crate::expr::{self, Bindings, Real, Value};
 use fkc_provider::{DType, FieldInfo, ParamKind};
+
+mod shapes;
 
 /// What the contract says about a sample.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Every constraint holds and every output is defined: the kernel must accept it.
     Admitted { outputs: Vec<Vec<i64>> },
-    /// Exactly one constraint is false (the rest hold, outputs defined): the kernel must reject it.
+    /// Exactly one constraint is false (the rest hold, outputs defined — or undefined only by a
+    /// `broadcast` or `reduce` rule): the kernel must reject it.
     Breaks { constraint: usize },
     /// Anything else (several constraints false, undefined arithmetic, undefined outputs).
     Other,
@@ -149,13 +151,15 @@ impl Domain<'_> {
 
     /// Draws one candidate.
     pub fn draw(&self, rng: &mut Rng) -> Sample {
-        let inputs = self
+        let inputs: Vec<(String, Vec<i64>, bool)> = self
             .raw
             .inputs
             .iter()
             .map(|input| {
-                let max = crate::contract::raw::MAX_RANK as u64;
-                let rank = input.rank.as_ref().map_or(1, |r| r.value.min(max));
+                // One rank per input and sample, from those it declares (1 without `rank`).
+                let ranks = input.rank.as_ref().map_or(1..=1, |r| r.value.ranks());
+                let (lo, hi) = (*ranks.start() as i64, *ranks.end() as i64);
+                let rank = if lo == hi { lo } else { rng.range(lo, hi) };
                 let dims = (0..rank)
                     .map(|_| rng.range(*DIMS.start(), *DIMS.end()))
                     .collect();
@@ -171,7 +175,9 @@ impl Domain<'_> {
             .raw
             .inputs
             .iter()
-            .filter_map(|input| i64::try_from(input.rank.as_ref()?.value).ok())
+            .zip(&inputs)
+            .filter(|(input, _)| input.rank.is_some())
+            .map(|(_, (_, dims, _))| dims.len() as i64)
             .collect();
         let params = self
             .layout
@@ -277,44 +283,6 @@ impl Domain<'_> {
         bindings
     }
 
-    /// Every output's dims under the shape rules, when all are defined and ≥ 1.
-    pub fn outputs(&self, sample: &Sample, bindings: &Bindings) -> Option<Vec<Vec<i64>>> {
-        self.contract
-            .outputs
-            .iter()
-            .map(|output| {
-                let dims = match output.shape.as_ref()? {
-                    ShapeRule::Conv2d => geometry::conv2d(sample)?,
-                    ShapeRule::ConvTranspose2d => geometry::conv_transpose2d(sample)?,
-                    // Stops at the first dimension that is undefined or below 1.
-                    ShapeRule::FromParams(dims) => dims
-                        .iter()
-                        .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int().filter(|d| *d >= 1))
-                        .collect::<Option<Vec<i64>>>()?,
-                    ShapeRule::Broadcast { inputs, .. } => {
-                        let shapes: Option<Vec<&[i64]>> =
-                            inputs.iter().map(|name| sample.dims(name)).collect();
-                        geometry::broadcast(&shapes?)?
-                    }
-                };
-                dims.iter().all(|d| *d >= 1).then_some(dims)
-            })
-            .collect()
-    }
-
-    /// Adds the outputs (and the fields that carry their shape) to the bindings.
-    pub fn bind_outputs(&self, bindings: &mut Bindings, outputs: &[Vec<i64>]) {
-        let slots = self.layout.outputs.iter();
-        for ((output, dims), slot) in self.contract.outputs.iter().zip(outputs).zip(slots) {
-            bindings.insert_at(*slot, &output.name, Value::operand(dims));
-            for &(field, slot, of) in &self.layout.shaped {
-                if of == output.name {
-                    bindings.insert_at(slot, field, Value::ints(dims));
-                }
-            }
-        }
-    }
-
     /// The constraints a sample breaks — `None` as soon as two are false or one cannot be
     /// evaluated (a zero divisor, an overflow): such a sample is neither admitted nor breaking.
     fn broken_constraint(&self, sample: &Sample, bindings: &Bindings) -> Option<Option<usize>> {
@@ -396,15 +364,18 @@ impl Domain<'_> {
         let Some(broken) = self.broken_constraint(sample, &bindings) else {
             return Verdict::Other;
         };
-        let Some(outputs) = self.outputs(sample, &bindings) else {
-            return Verdict::Other;
-        };
         if !self.values_possible(sample, &bindings) {
             return Verdict::Other;
         }
-        match broken {
-            None => Verdict::Admitted { outputs },
-            Some(constraint) => Verdict::Breaks { constraint },
+        match (broken, self.outputs(sample, &bindings)) {
+            (None, Some(outputs)) => Verdict::Admitted { outputs },
+            (Some(constraint), Some(_)) => Verdict::Breaks { constraint },
+            // Shapes that do not broadcast, or repeated axes, are what a `broadcastable` or
+            // `axes` constraint rules out: breaking it alone undefines only such rules.
+            (Some(constraint), None) if self.only_shaping_rules_undefined(sample, &bindings) => {
+                Verdict::Breaks { constraint }
+            }
+            _ => Verdict::Other,
         }
     }
 }

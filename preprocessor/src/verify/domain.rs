@@ -31,7 +31,56 @@ type Condition<'a> = dyn Fn(&Sample, &[Vec<i64>]) -> bool + 'a;
 /// (a fast path's `when`, an `||` alternative alone).
 const CONDITION_SEARCH: usize = 3000;
 
+/// Fresh candidates searched for a sample the constraints admit but a `broadcast` or `reduce`
+/// shape rule cannot shape.
+const UNDEFINED_SEARCH: usize = 400;
+
 impl Gate<'_> {
+    /// The constraints must rule out every sample on which a `broadcast` or `reduce` shape rule
+    /// is undefined (shapes that do not broadcast, repeated axes): such a sample is admitted,
+    /// yet the contract cannot say what the kernel returns (FKC0401). `false` after reporting.
+    pub(super) fn shape_rules_defined(&mut self, dtype: DType, options: VerifyOptions) -> bool {
+        use crate::contract::resolved::ShapeRule;
+        let shapes_itself = self.domain.contract.outputs.iter().any(|o| {
+            matches!(
+                o.shape,
+                Some(ShapeRule::Broadcast { .. } | ShapeRule::Reduce { .. })
+            )
+        });
+        if !shapes_itself {
+            return true;
+        }
+        let mut rng = Rng::new(options.seed ^ 0x5eed_5a9e);
+        let found = (0..UNDEFINED_SEARCH).find_map(|_| {
+            let sample = self.domain.draw(&mut rng);
+            let output = self.domain.undefined_shape(&sample, dtype)?;
+            Some((sample, output))
+        });
+        let Some((sample, output)) = found else {
+            return true;
+        };
+        let Some(rule) = self
+            .raw
+            .outputs
+            .get(output)
+            .and_then(|o| o.shape_rule.clone())
+        else {
+            return true;
+        };
+        let note = super::shrink::sample_note("admitted, its output unshaped", &sample);
+        let diagnostic = self.error(
+            Code::UnderConstrained,
+            rule.span.clone(),
+            format!(
+                "the constraints admit a sample on which the shape rule `{}` is undefined",
+                rule.value
+            ),
+        );
+        diagnostic.notes.push(note);
+        diagnostic.help.push("constrain the inputs so the rule always holds: shapes that broadcast (each pair of trailing dims equal or 1), distinct axes (`axes(axes, x.rank)`)".to_owned());
+        false
+    }
+
     /// Fills each constraint part's breaking quota by moving one variable (a dimension or a
     /// parameter value) of an admitted sample until exactly that part is false.
     fn break_by_moving_one_variable(

@@ -154,9 +154,35 @@ pub fn broadcast(shapes: &[&[i64]]) -> Option<Vec<i64>> {
     Some(out)
 }
 
+/// A reduction's output shape: `shape` with each of `axes` (negative from the end) removed,
+/// or kept as 1 with `keep`; `None` when the axes are not distinct axes of `shape`.
+pub fn reduce(shape: &[i64], axes: &[i64], keep: bool) -> Option<Vec<i64>> {
+    let rank = i64::try_from(shape.len()).ok()?;
+    let reduced = crate::expr::normalized_axes(axes, rank)?;
+    let kept = (0i64..)
+        .zip(shape)
+        .filter_map(|(axis, &dim)| match reduced.contains(&axis) {
+            true if keep => Some(1),
+            true => None,
+            false => Some(dim),
+        });
+    Some(kept.collect())
+}
+
 #[cfg(test)]
 mod broadcast_tests {
-    use super::broadcast;
+    use super::{broadcast, reduce};
+
+    #[test]
+    fn reduce_removes_or_keeps_the_axes() {
+        assert_eq!(reduce(&[2, 3, 4], &[1], false), Some(vec![2, 4]));
+        assert_eq!(reduce(&[2, 3, 4], &[-1, 0], true), Some(vec![1, 3, 1]));
+        assert_eq!(reduce(&[2, 3, 4], &[], false), Some(vec![2, 3, 4]));
+        assert_eq!(reduce(&[2, 3, 4], &[0, 1, 2], false), Some(vec![]));
+        assert_eq!(reduce(&[2, 3, 4], &[1, -2], false), None);
+        assert_eq!(reduce(&[2, 3, 4], &[3], true), None);
+        assert_eq!(reduce(&[], &[], false), Some(vec![]));
+    }
 
     #[test]
     fn broadcast_follows_numpy() {

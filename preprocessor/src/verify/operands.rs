@@ -43,7 +43,8 @@ impl Gate<'_> {
                 }
                 Some(input) => {
                     let rank = input.rank.as_ref().map(|r| r.value);
-                    (!desc.any_rank && rank != Some(desc.rank as u64)).then(|| {
+                    let single = rank.and_then(|r| r.single());
+                    (!desc.any_rank && single != Some(desc.rank)).then(|| {
                         let span = input
                             .rank
                             .as_ref()

@@ -55,7 +55,7 @@ impl Gate<'_> {
             .contract
             .semantics
             .as_ref()
-            .is_some_and(|s| s.programs.iter().any(|(_, p)| p.selects))
+            .is_some_and(|s| s.programs.iter().any(|c| c.program.selects))
     }
 
     /// Whether values are held to the written order (`precision.order`).
@@ -168,9 +168,6 @@ pub fn evaluate(
     let Some(semantics) = domain.contract.semantics.clone() else {
         return Ok(None);
     };
-    let Some(program) = semantics.program(dtype) else {
-        return Ok(None);
-    };
     let by_name = |name: &str| {
         operand_named(kernel, inputs, name).map(|input| (input.dims.clone(), input.values.clone()))
     };
@@ -188,6 +185,14 @@ pub fn evaluate(
                 .collect()
         })
         .collect();
+    let ranks: Vec<Option<usize>> = run_inputs
+        .iter()
+        .map(|input| input.as_ref().map(|(dims, _)| dims.len()))
+        .chain(outputs.iter().map(|dims| Some(dims.len())))
+        .collect();
+    let Some(program) = semantics.program(dtype, &ranks) else {
+        return Ok(None);
+    };
     let params = param_values(domain, &semantics.signature, sample, predicted);
     let on = semantics::Inputs {
         inputs: &run_inputs,

@@ -78,15 +78,15 @@ fn project_book_builds_in_process_and_under_real_mdbook_with_the_same_page() {
         );
     }
     assert!(
-        inventory.contains("20 contracts"),
+        inventory.contains("22 contracts"),
         "the inventory counts the book's contracts"
     );
     // Each row carries the Judge's verdict and whether it is stale; this copy of the book has
     // no calibration file beside it, so each says it was never measured (the judge tests show
     // the verdicts and a stale one).
-    assert_eq!(inventory.matches("<td data-label=\"Judge\">").count(), 20);
+    assert_eq!(inventory.matches("<td data-label=\"Judge\">").count(), 22);
     let never = "<td data-label=\"stale\"><span class=\"fkc-note\">never measured</span>";
-    assert_eq!(inventory.matches(never).count(), 20, "{inventory}");
+    assert_eq!(inventory.matches(never).count(), 22, "{inventory}");
     assert!(
         !inventory.contains("fkc:inventory"),
         "the marker was left in place"

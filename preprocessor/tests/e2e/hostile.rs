@@ -110,6 +110,27 @@ fn numbers_past_u64_are_located_type_errors() {
     assert_eq!(line, FENCE_LINE + 8);
 }
 
+/// Every malformed `rank` is one located error with its code: a word other than `any`, an empty
+/// range, a bound above the format's limit, a range without `max`; a range on an operand the
+/// kernel takes at one rank only is the provider's mismatch.
+#[test]
+fn malformed_ranks_are_located_errors() {
+    for (rank, want) in [
+        ("four", "FKC0106"),
+        ("{ min: 3, max: 1 }", "FKC0107"),
+        ("{ min: 1, max: 9 }", "FKC0107"),
+        ("{ min: 1 }", "FKC0105"),
+        ("{ min: 1, max: 4, step: 2 }", "FKC0104"),
+        ("any", "FKC0408"),
+    ] {
+        let (_, report) =
+            chapter(&pool("ok", "kernel_size > 0").replace("rank: 4", &format!("rank: {rank}")));
+        let (code, line, _) = only_error(&report);
+        assert_eq!(code, want, "rank: {rank}");
+        assert_eq!(line, FENCE_LINE + 8, "rank: {rank}");
+    }
+}
+
 #[test]
 fn a_5000_deep_expression_is_a_budget_error_at_its_column() {
     let deep = format!("{}kernel_size{} > 0", "(".repeat(5000), ")".repeat(5000));

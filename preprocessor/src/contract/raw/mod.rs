@@ -69,6 +69,53 @@ impl RawLayout {
     }
 }
 
+/// The ranks `rank:` declares for an input: one (`rank: 3`), a range (`rank: {min: 1, max:
+/// 4}`), or every rank (`rank: any`, which the gate samples from 0 to [`ANY_RANK_SAMPLED`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rank {
+    pub min: usize,
+    pub max: usize,
+    /// Written `any`: the kernel takes every rank; `min..=max` are the ranks sampled.
+    pub any: bool,
+}
+
+/// The highest rank the gate samples for `rank: any` (an operand of rank 4 with dims up to 6
+/// has at most 1296 elements).
+pub const ANY_RANK_SAMPLED: usize = 4;
+
+impl Rank {
+    /// Exactly this rank.
+    pub fn fixed(rank: usize) -> Rank {
+        Rank {
+            min: rank,
+            max: rank,
+            any: false,
+        }
+    }
+
+    /// The one rank, when only one is declared.
+    pub fn single(&self) -> Option<usize> {
+        (self.min == self.max && !self.any).then_some(self.min)
+    }
+
+    /// Every rank declared (sampled, for `any`).
+    pub fn ranks(&self) -> std::ops::RangeInclusive<usize> {
+        self.min..=self.max
+    }
+
+}
+
+/// How the page and messages say it: `3`, `1 to 4`, `any`.
+impl std::fmt::Display for Rank {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.single() {
+            Some(rank) => write!(f, "{rank}"),
+            None if self.any => f.write_str("any"),
+            None => write!(f, "{} to {}", self.min, self.max),
+        }
+    }
+}
+
 /// One entry of `accept.inputs`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawInput {
@@ -81,7 +128,7 @@ pub struct RawInput {
     /// `values: {min, max}`: the element values the contract admits (an index's range).
     pub values: Option<RawValues>,
     pub layout: Option<RawLayout>,
-    pub rank: Option<Located<u64>>,
+    pub rank: Option<Located<Rank>>,
     pub shape_constraint: Option<Located<String>>,
     pub optional: Option<Located<bool>>,
 }

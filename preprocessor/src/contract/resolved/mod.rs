@@ -4,12 +4,13 @@
 //! `conv2d(params)`, `from_params(…)`) interpreted. Errors point at the column inside the
 //! expression, in the author's file.
 
-use super::raw::{MAX_RANK, RawContract};
+use super::raw::{Rank, RawContract};
 use super::schema::Located;
 use crate::diag::{Code, Diagnostic};
 use crate::expr::{self, BinOp, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Type};
 use crate::source::SourceFile;
 use fkc_provider::ParamKind;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 mod output_rules;
@@ -33,17 +34,55 @@ pub enum ShapeRule {
     FromParams(Vec<(String, Expr)>),
     /// `broadcast(a, b, …)`: NumPy's broadcast of these inputs' shapes (trailing axes aligned,
     /// each pair equal or one of them 1), of the largest of their ranks.
-    Broadcast { inputs: Vec<String>, rank: usize },
+    Broadcast { inputs: Vec<String> },
+    /// `reduce(x, axes, keepdim)`: `x`'s shape with the axes the list parameter `axes` names
+    /// (negative from the end) removed, or kept as 1 where `keepdim` holds: a rank that
+    /// follows the parameters.
+    Reduce {
+        input: String,
+        axes: String,
+        keepdim: Keep,
+    },
+}
+
+/// Whether a reduction keeps its reduced axes: a boolean parameter's value, or fixed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Keep {
+    Param(String),
+    Fixed(bool),
 }
 
 impl ShapeRule {
-    /// The rank of the output this rule produces.
-    pub fn rank(&self) -> usize {
+    /// The ranks the output can have when each input has the rank `rank_of` gives.
+    pub fn ranks(&self, rank_of: impl Fn(&str) -> usize) -> RangeInclusive<usize> {
         match self {
-            ShapeRule::Conv2d | ShapeRule::ConvTranspose2d => 4,
-            ShapeRule::FromParams(dims) => dims.len(),
-            ShapeRule::Broadcast { rank, .. } => *rank,
+            ShapeRule::Conv2d | ShapeRule::ConvTranspose2d => 4..=4,
+            ShapeRule::FromParams(dims) => dims.len()..=dims.len(),
+            ShapeRule::Broadcast { inputs } => {
+                let rank = inputs.iter().map(|i| rank_of(i)).max().unwrap_or(0);
+                rank..=rank
+            }
+            ShapeRule::Reduce { input, keepdim, .. } => {
+                let rank = rank_of(input);
+                match keepdim {
+                    Keep::Fixed(true) => rank..=rank,
+                    _ => 0..=rank,
+                }
+            }
         }
+    }
+
+    /// The ranks the output can have over every rank the contract's inputs declare.
+    pub fn declared_ranks(&self, raw: &RawContract) -> RangeInclusive<usize> {
+        let declared = |name: &str| {
+            let input = raw.inputs.iter().find(|i| i.name.value == name);
+            input
+                .and_then(|i| i.rank.as_ref())
+                .map_or(Rank::fixed(0), |r| r.value)
+        };
+        let low = self.ranks(|name| declared(name).min);
+        let high = self.ranks(|name| declared(name).max);
+        *low.start().min(high.start())..=*low.end().max(high.end())
     }
 }
 
@@ -137,10 +176,12 @@ pub fn resolve_expressions(
         .map(|output| resolver.output(raw, output))
         .collect();
     for output in &contract.outputs {
-        let rank = output.shape.as_ref().map_or(4, ShapeRule::rank);
-        resolver
-            .scope
-            .insert(output.name.clone(), Type::operand(rank));
+        let ranks = output
+            .shape
+            .as_ref()
+            .map_or(4..=4, |shape| shape.declared_ranks(raw));
+        let ty = operand_type(*ranks.start(), *ranks.end());
+        resolver.scope.insert(output.name.clone(), ty);
     }
     for input in &raw.inputs {
         if let Some(constraint) = &input.shape_constraint
@@ -181,12 +222,7 @@ pub fn resolve_expressions(
         }
     }
     contract.resolve_slots(resolver.scope.names());
-    let outputs: Vec<(String, usize)> = contract
-        .outputs
-        .iter()
-        .map(|o| (o.name.clone(), o.shape.as_ref().map_or(0, ShapeRule::rank)))
-        .collect();
-    let (semantics, problems) = super::semantic::resolve(raw, &outputs, source);
+    let (semantics, problems) = super::semantic::resolve(raw, &contract.outputs, source);
     contract.semantics = semantics;
     resolver.diagnostics.extend(problems);
     (contract, resolver.diagnostics)
@@ -206,19 +242,25 @@ fn param_type(kind: &str) -> Type {
     }
 }
 
+/// An operand of one rank (its `dim` a tuple of that length), or of several (its `dim` a list,
+/// each `x.dim[k]` checked on the sample).
+fn operand_type(min: usize, max: usize) -> Type {
+    if min == max {
+        Type::operand(min)
+    } else {
+        Type::operand_of_any_rank()
+    }
+}
+
 fn base_scope(raw: &RawContract) -> Scope {
     let mut scope = Scope::new();
     scope.insert("dtype_bytes", Type::Int);
     for input in &raw.inputs {
         // Without a readable rank the operand's dimensions are unknown: any index is accepted
         // here (the rank's own diagnostic says what is wrong), so errors do not cascade.
-        let ty = match input
-            .rank
-            .as_ref()
-            .and_then(|r| usize::try_from(r.value).ok())
-        {
-            Some(rank) if rank <= MAX_RANK => Type::operand(rank),
-            _ => Type::Any,
+        let ty = match &input.rank {
+            Some(rank) => operand_type(rank.value.min, rank.value.max),
+            None => Type::Any,
         };
         scope.insert(input.name.value.clone(), ty);
     }

@@ -1,11 +1,13 @@
 //! The rule-level forms of an output: `dtype_rule: passthrough(INPUT)`, and the shape rules
-//! `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b, …)` and `from_params(…)`.
+//! `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b, …)`, `reduce(x, axes,
+//! keepdim)` and `from_params(…)`.
 
-use super::{ResolvedOutput, Resolver, SHAPE_FUNCTION_CARRIERS, ShapeRule, type_words};
+use super::{Keep, ResolvedOutput, Resolver, SHAPE_FUNCTION_CARRIERS, ShapeRule, type_words};
 use crate::contract::raw::{RawContract, RawOutput};
 use crate::contract::schema::Located;
 use crate::diag::Code;
 use crate::expr::{self, Expr, ExprError, ExprErrorKind, ExprKind, Span, Type};
+use fkc_provider::ParamKind;
 
 impl Resolver<'_> {
     pub(super) fn output(&mut self, raw: &RawContract, output: &RawOutput) -> ResolvedOutput {
@@ -67,11 +69,14 @@ impl Resolver<'_> {
             ExprKind::Call { name, args, .. } if name == "broadcast" => {
                 self.broadcast_rule(raw, rule, &expr, args)
             }
+            ExprKind::Call { name, args, .. } if name == "reduce" => {
+                self.reduce_rule(raw, rule, &expr, args)
+            }
             _ => {
                 self.bad_rule(
                     rule,
                     &expr,
-                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b)` or `from_params(…)`",
+                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b)`, `reduce(x, axes, keepdim)` or `from_params(…)`",
                     "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
                 );
                 None
@@ -164,7 +169,6 @@ impl Resolver<'_> {
         args: &[expr::Arg],
     ) -> Option<ShapeRule> {
         let mut inputs = Vec::new();
-        let mut rank = 0;
         for arg in args {
             let named = match &arg.value.kind {
                 ExprKind::Name(name) if arg.name.is_none() => Some(name),
@@ -181,8 +185,6 @@ impl Resolver<'_> {
                 self.report_code(rule, 0, &error, Code::BadRule);
                 return None;
             };
-            let declared = input.rank.as_ref().map_or(0, |r| r.value);
-            rank = rank.max(usize::try_from(declared).unwrap_or(0));
             inputs.push(input.name.value.clone());
         }
         if inputs.len() < 2 {
@@ -194,7 +196,63 @@ impl Resolver<'_> {
             );
             return None;
         }
-        Some(ShapeRule::Broadcast { inputs, rank })
+        Some(ShapeRule::Broadcast { inputs })
+    }
+
+    /// `reduce(x, axes, keepdim)`: an input, a list parameter and a boolean parameter (or
+    /// `true` / `false`), by name.
+    fn reduce_rule(
+        &mut self,
+        raw: &RawContract,
+        rule: &Located<String>,
+        expr: &Expr,
+        args: &[expr::Arg],
+    ) -> Option<ShapeRule> {
+        let name = |arg: &expr::Arg| match &arg.value.kind {
+            ExprKind::Name(name) if arg.name.is_none() => Some(name.clone()),
+            _ => None,
+        };
+        let field = |name: &str| {
+            let fields = raw.op_params.iter().flat_map(|p| &p.fields);
+            let field = fields.into_iter().find(|f| f.name.value == name)?;
+            ParamKind::parse(&field.kind.value)
+        };
+        let usage = "write `reduce(x, axes, keepdim)`: an input, a `Vec<i64>` or `Vec<usize>` field, and a `bool` field (or `true` / `false`)";
+        let [x, axes, keepdim] = args else {
+            self.bad_rule(rule, expr, "`reduce` takes three arguments", usage.to_owned());
+            return None;
+        };
+        let input = name(x).filter(|n| raw.inputs.iter().any(|i| &i.name.value == n));
+        let list = name(axes).filter(|n| {
+            matches!(field(n), Some(ParamKind::I64List | ParamKind::UsizeList))
+        });
+        let keep = match (&keepdim.value.kind, name(keepdim)) {
+            (ExprKind::Bool(fixed), _) => Some(Keep::Fixed(*fixed)),
+            (_, Some(n)) if field(&n) == Some(ParamKind::Bool) => Some(Keep::Param(n)),
+            _ => None,
+        };
+        let wrong = [
+            (input.is_none(), x, "an input of this contract"),
+            (list.is_none(), axes, "a list op-param field"),
+            (keep.is_none(), keepdim, "a `bool` op-param field, `true` or `false`"),
+        ];
+        let (Some(input), Some(axes), Some(keepdim)) = (input, list, keep) else {
+            if let Some((_, arg, wanted)) = wrong.into_iter().find(|(bad, _, _)| *bad) {
+                let error = ExprError {
+                    span: arg.value.span,
+                    kind: ExprErrorKind::UnknownName,
+                    message: format!("`{}` is not {wanted}", arg.value),
+                    help: Some(usage.to_owned()),
+                };
+                self.report_code(rule, 0, &error, Code::BadRule);
+            }
+            return None;
+        };
+        Some(ShapeRule::Reduce {
+            input,
+            axes,
+            keepdim,
+        })
     }
 
     fn bad_rule(&mut self, rule: &Located<String>, expr: &Expr, message: &str, help: String) {

@@ -2,7 +2,7 @@
 //! and on any other a diagnostic that names the dimensions it could mean.
 
 use super::{ResolvedExpr, Resolver};
-use crate::contract::raw::RawInput;
+use crate::contract::raw::{Rank, RawInput};
 use crate::contract::schema::Located;
 use crate::diag::{Code, Diagnostic};
 use crate::expr::{self, Expr, ExprKind, Span, Type};
@@ -37,7 +37,7 @@ impl Resolver<'_> {
             self.diagnostics.push(diagnostic);
             return None;
         };
-        if rank != 1 {
+        if rank.single() != Some(1) {
             self.ambiguous_same_as(input, constraint, rest, rank);
             return None;
         }
@@ -67,7 +67,7 @@ impl Resolver<'_> {
         input: &RawInput,
         constraint: &Located<String>,
         rest: &str,
-        rank: u64,
+        rank: Rank,
     ) {
         let name = &input.name.value;
         let meant = constraint
@@ -78,7 +78,7 @@ impl Resolver<'_> {
             Some(dim) => vec![format!(
                 "`{name}.dim[{dim}] == {rest}` (the dimension this line's comment names)"
             )],
-            None => (0..rank.min(4))
+            None => (0..rank.max.clamp(1, 4))
                 .map(|d| format!("`{name}.dim[{d}] == {rest}`"))
                 .collect(),
         };
@@ -87,9 +87,12 @@ impl Resolver<'_> {
             Code::AmbiguousSameAs,
             self.source,
             span,
-            format!("`same_as=` on `{name}` (rank {rank}) does not say which dimension"),
+            format!(
+                "`same_as=` on `{name}` (rank {}) does not say which dimension",
+                rank
+            ),
         )
-        .with_label("ambiguous on an operand of rank greater than 1")
+        .with_label("ambiguous on an operand whose rank is not 1")
         .with_note(
             "`same_as=EXPR` means `OPERAND.dim[0] == EXPR` and is only defined on rank-1 operands",
         )

@@ -41,7 +41,25 @@ pub(super) fn call_builtin(
             let len_ok = i64::try_from(items.len()).is_ok_and(|len| len == *n);
             Value::Bool(len_ok && distinct(&items) && items.iter().all(|v| (0..*n).contains(v)))
         }
-        (Builtin::Within | Builtin::Permutation, _) => {
+        (Builtin::Axes, [n]) => Value::Bool(normalized_axes(&list(), *n).is_some()),
+        (Builtin::Broadcastable, _) => {
+            let second = match values.get(1) {
+                Some(Value::Tuple(items)) => items.iter().filter_map(Value::as_int).collect(),
+                _ => Vec::new(),
+            };
+            Value::Bool(broadcastable(&list(), &second))
+        }
+        (Builtin::Prod, _) => {
+            let product = list().iter().try_fold(1i64, |p, v| p.checked_mul(*v));
+            Value::Int(product.ok_or_else(|| {
+                ExprError::new(
+                    super::super::error::ExprErrorKind::Overflow,
+                    span,
+                    "`prod` overflows a 64-bit integer".to_owned(),
+                )
+            })?)
+        }
+        (Builtin::Within | Builtin::Permutation | Builtin::Axes, _) => {
             return Err(arity(builtin_name(builtin), "2 or 3", values.len(), span));
         }
         (Builtin::Select, [a, b]) => {
@@ -59,8 +77,28 @@ pub(super) fn call_builtin(
 fn builtin_name(builtin: Builtin) -> &'static str {
     match builtin {
         Builtin::Within => "within",
+        Builtin::Axes => "axes",
         _ => "permutation",
     }
+}
+
+/// `axes` as axes of a rank-`rank` tensor (negative ones counted from the end), each in
+/// `[-rank, rank)` and none twice; `None` otherwise.
+pub fn normalized_axes(axes: &[i64], rank: i64) -> Option<Vec<i64>> {
+    let mut seen = Vec::with_capacity(axes.len());
+    for &axis in axes {
+        let normal = if axis < 0 { axis.checked_add(rank)? } else { axis };
+        if !(0..rank).contains(&normal) || seen.contains(&normal) {
+            return None;
+        }
+        seen.push(normal);
+    }
+    Some(seen)
+}
+
+/// NumPy broadcasts shapes `a` and `b`: trailing axes aligned, each pair equal or one of them 1.
+fn broadcastable(a: &[i64], b: &[i64]) -> bool {
+    (a.iter().rev().zip(b.iter().rev())).all(|(x, y)| x == y || *x == 1 || *y == 1)
 }
 
 /// No element twice.

@@ -347,3 +347,30 @@ fn floats_names_and_lists() {
     let e = eval(&parse("mode < \"z\"").unwrap(), &b).unwrap_err();
     assert_eq!(e.kind, ExprErrorKind::Type);
 }
+
+/// The rank-generic functions: `axes` (distinct axes once negative ones are counted from the
+/// end), `prod` of an operand's dims, `broadcastable` shapes.
+#[test]
+fn axes_prod_and_broadcastable() {
+    let mut b = Bindings::new();
+    b.insert("x", Value::operand(&[4, 5, 6]));
+    b.insert("y", Value::operand(&[5, 1]));
+    b.insert("z", Value::operand(&[4, 6]));
+    b.insert("ok", Value::ints(&[0, -1]));
+    b.insert("twice", Value::ints(&[1, -2]));
+    b.insert("outside", Value::ints(&[3]));
+    b.insert("none", Value::ints(&[]));
+    let truth = |src: &str| eval(&parse(src).unwrap(), &b).unwrap();
+    for src in [
+        "axes(ok, x.rank) && axes(none, 0) && !axes(twice, x.rank) && !axes(outside, 3)",
+        "axes(outside, 4) && !axes(ok, 1)",
+        "prod(x.dim) == 120 && prod(none) == 1 && prod(y.dim) == 5",
+        "broadcastable(x.dim, y.dim) && !broadcastable(x.dim, z.dim)",
+        "broadcastable(none, x.dim) && broadcastable(y.dim, y.dim)",
+    ] {
+        assert_eq!(truth(src), Value::Bool(true), "{src}");
+    }
+    b.insert("huge", Value::ints(&[i64::MAX, 2]));
+    let e = eval(&parse("prod(huge)").unwrap(), &b).unwrap_err();
+    assert_eq!(e.kind, ExprErrorKind::Overflow);
+}

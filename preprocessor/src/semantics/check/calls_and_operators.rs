@@ -43,6 +43,35 @@ impl Checker<'_> {
                 };
                 Some(Typed::Bool(Bool::Present(tensor)))
             }
+            "numel" => {
+                let tensor = match args {
+                    [arg] => match self.expression(arg)? {
+                        Typed::Tensor(tensor) => Some(tensor),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let Some(tensor) = tensor else {
+                    self.type_error(
+                        span,
+                        "`numel` takes one tensor".to_owned(),
+                        "write `numel(x)`: the product of `x`'s dims",
+                    );
+                    return None;
+                };
+                Some(Typed::Int(Int {
+                    kind: IntKind::Numel(tensor),
+                    span,
+                }))
+            }
+            "reduced" => {
+                self.type_error(
+                    span,
+                    "`reduced(i, axes, keepdim)` is a whole index".to_owned(),
+                    "use it as a tensor's only index: `out[reduced(i, axes, keepdim)] += x[i]`",
+                );
+                None
+            }
             "select" => self.select(args, span),
             "cast" => self.cast(args, span),
             "isnan" => {

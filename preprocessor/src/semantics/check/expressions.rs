@@ -16,6 +16,12 @@ impl Checker<'_> {
     ) -> Option<Vec<Int>> {
         let rank = self.tensors[tensor].rank;
         if let [single] = index
+            && let ExprKind::Call { name, args, .. } = &single.kind
+            && name == "reduced"
+        {
+            return self.reduced(args, rank, single.span);
+        }
+        if let [single] = index
             && let Some(Bound::Index(first, width)) = single.as_name().and_then(|n| self.lookup(n))
         {
             if width == rank {
@@ -49,6 +55,73 @@ impl Checker<'_> {
             return None;
         }
         index.iter().map(|i| self.index(i)).collect()
+    }
+
+    /// `reduced(i, axes, keepdim)` as the whole index of a tensor of rank `width`: `i` a whole
+    /// index (or one loop variable), `axes` a list parameter, `keepdim` a boolean parameter or
+    /// `true` / `false`.
+    fn reduced(&mut self, args: &[Expr], width: usize, span: Span) -> Option<Vec<Int>> {
+        let usage = "write `reduced(i, axes, keepdim)`: a whole index, a list parameter, and a boolean parameter or `true` / `false`";
+        let [i, axes, keepdim] = args else {
+            self.type_error(span, "`reduced` takes three arguments".to_owned(), usage);
+            return None;
+        };
+        let index: Vec<Int> = match self.expression(i)? {
+            Typed::Index { first, rank } => (first..first + rank)
+                .map(|slot| Int {
+                    kind: IntKind::Slot(slot),
+                    span: i.span,
+                })
+                .collect(),
+            Typed::Int(int) => vec![int],
+            _ => {
+                self.type_error(i.span, "expected a whole index".to_owned(), usage);
+                return None;
+            }
+        };
+        let list = match self.expression(axes)? {
+            Typed::Tuple(param, _)
+                if matches!(self.signature.params[param].form, ParamForm::List) =>
+            {
+                Some(param)
+            }
+            _ => None,
+        };
+        let Some(list) = list else {
+            self.type_error(axes.span, "expected a list parameter".to_owned(), usage);
+            return None;
+        };
+        let keep = match self.expression(keepdim)? {
+            Typed::Bool(Bool::Const(fixed)) => Some(Int {
+                kind: IntKind::Const(i64::from(fixed)),
+                span: keepdim.span,
+            }),
+            Typed::Bool(Bool::CompareInt(mut sides, ops))
+                if ops == [CmpOp::Ne] && matches!(sides.first(), Some(Int { kind: IntKind::Param { .. }, .. })) =>
+            {
+                Some(sides.swap_remove(0))
+            }
+            _ => None,
+        };
+        let Some(keep) = keep else {
+            self.type_error(
+                keepdim.span,
+                "expected a boolean parameter, `true` or `false`".to_owned(),
+                usage,
+            );
+            return None;
+        };
+        let component = |component| Int {
+            kind: IntKind::Reduced {
+                index: index.clone(),
+                axes: list,
+                keepdim: Box::new(keep.clone()),
+                component,
+                width,
+            },
+            span,
+        };
+        Some((0..width).map(component).collect())
     }
 
     /// An expression that must be an index.

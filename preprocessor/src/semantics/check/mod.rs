@@ -118,7 +118,7 @@ struct Checker<'s> {
 const CONSTANTS: &[&str] = &["true", "false", "inf", "nan"];
 const FUNCTIONS: &[&str] = &[
     "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "abs", "max", "min", "select", "cast", "present",
-    "isnan",
+    "isnan", "numel", "reduced",
 ];
 
 impl<'s> Checker<'s> {

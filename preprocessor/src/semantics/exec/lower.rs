@@ -160,7 +160,18 @@ impl<A: Arith> Lower<'_, '_, A> {
             }
             // (an axis chosen at run time is lowered when it is fixed for the run)
             // (an index read from a tensor is the generic walk's, which checks it on the run)
-            IntKind::Element { .. } => return Err(Bail),
+            IntKind::Element { .. } | IntKind::Reduced { .. } => return Err(Bail),
+            IntKind::Numel(tensor) => {
+                let storage = self.tensors.get(*tensor).ok_or(Bail)?;
+                if !storage.present {
+                    return Err(Bail);
+                }
+                let numel = storage.dims.iter().try_fold(1i64, |n, d| {
+                    n.checked_mul(i64::try_from(*d).ok()?)
+                });
+                let numel = numel.ok_or(Bail)?;
+                (IE::Const(numel), Iv::point(i128::from(numel)))
+            }
             IntKind::Pick { index, options } => match self.int(index)?.0 {
                 IE::Const(at) => {
                     let option = usize::try_from(at).ok().and_then(|i| options.get(i));

@@ -114,7 +114,8 @@ pub(super) fn fixed(e: &Int) -> bool {
         IntKind::Bin(_, a, b) => fixed(a) && fixed(b),
         IntKind::Min(items) | IntKind::Max(items) => items.iter().all(fixed),
         IntKind::Pick { index, options } => fixed(index) && options.iter().all(fixed),
-        IntKind::Element { .. } => false,
+        IntKind::Numel(_) => true,
+        IntKind::Element { .. } | IntKind::Reduced { .. } => false,
     }
 }
 

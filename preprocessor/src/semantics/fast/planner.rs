@@ -290,11 +290,15 @@ impl Planner {
                     free(e)
                 }
             }
-            IntKind::Const(_) | IntKind::Dim { .. } | IntKind::Rank(_) | IntKind::Param { .. } => {
-                free(e)
-            }
+            IntKind::Const(_)
+            | IntKind::Dim { .. }
+            | IntKind::Rank(_)
+            | IntKind::Param { .. }
+            | IntKind::Numel(_) => free(e),
             IntKind::Pick { .. } if super::affine::fixed(e) => free(e),
-            IntKind::Pick { .. } | IntKind::Element { .. } => return None,
+            IntKind::Pick { .. } | IntKind::Element { .. } | IntKind::Reduced { .. } => {
+                return None;
+            }
             IntKind::Neg(a) => {
                 let a = self.linear(a)?;
                 Linear {

@@ -200,6 +200,23 @@ impl<A: Arith> Frame<'_, A> {
                     }
                 }
             }
+            IntKind::Numel(tensor) => {
+                let storage = &self.tensors[*tensor];
+                if !storage.present {
+                    return Err(absent(&self.program.tensors[*tensor].name, e.span));
+                }
+                let numel = storage.dims.iter().try_fold(1i64, |n, d| {
+                    n.checked_mul(i64::try_from(*d).ok()?)
+                });
+                numel.ok_or_else(|| overflow(e.span))?
+            }
+            IntKind::Reduced {
+                index,
+                axes,
+                keepdim,
+                component,
+                width,
+            } => self.reduced(e.span, index, *axes, keepdim, *component, *width)?,
             IntKind::Pick { index, options } => {
                 let at = self.int(index)?;
                 let option = usize::try_from(at).ok().and_then(|i| options.get(i));
@@ -225,6 +242,53 @@ impl<A: Arith> Frame<'_, A> {
                 found.unwrap_or(0)
             }
         })
+    }
+
+    /// Component `component` of `reduced(index, axes, keepdim)` for a tensor of rank `width`.
+    fn reduced(
+        &self,
+        span: Span,
+        index: &[Int],
+        axes: usize,
+        keepdim: &Int,
+        component: usize,
+        width: usize,
+    ) -> Fallible<i64> {
+        let rank = i64::try_from(index.len()).unwrap_or(i64::MAX);
+        let listed = match self.inputs.params.get(axes) {
+            Some(ParamValue::Tuple(listed)) => listed.as_slice(),
+            _ => &[],
+        };
+        let name = &self.program.params[axes].name;
+        let Some(reduced) = crate::expr::normalized_axes(listed, rank) else {
+            return Err(Box::new(SemanticsError::run(
+                span,
+                format!("`{name}` = {listed:?} are not distinct axes of a rank-{rank} index"),
+                "constrain the contract: `axes(axes, x.rank)`",
+            )));
+        };
+        let keep = self.int(keepdim)? != 0;
+        let kept: Vec<usize> = (0..index.len())
+            .filter(|&axis| keep || !reduced.contains(&(axis as i64)))
+            .collect();
+        if kept.len() != width {
+            return Err(Box::new(SemanticsError::run(
+                span,
+                format!(
+                    "this reduced index has {} axes; the tensor it indexes has rank {width}",
+                    kept.len()
+                ),
+                "index the reduction's output, whose shape rule is `reduce(x, axes, keepdim)`",
+            )));
+        }
+        let axis = kept.get(component).copied().unwrap_or(0);
+        if reduced.contains(&(axis as i64)) {
+            return Ok(0);
+        }
+        match index.get(axis) {
+            Some(i) => self.int(i),
+            None => Ok(0),
+        }
     }
 
     /// The flat position of an element, every index checked against its axis.

@@ -16,7 +16,7 @@ use crate::contract::raw::LayoutRequirement;
 use crate::providers::{CallOutcome, Kernel};
 use crate::semantics::ast::AssignOp;
 use crate::semantics::float::NanPolicy;
-use crate::semantics::ir::{Func, Op, Origin, Program, Val, ValKind};
+use crate::semantics::ir::{Func, IntKind, Op, Origin, Program, Val, ValKind};
 use crate::semantics::{Approx, Kinds};
 use fkc_provider::{AnyTensor, DType, Operand};
 use std::cmp::Reverse;
@@ -58,14 +58,19 @@ impl Style {
         let mut scatter = false;
         walk(&program.body, &mut |op| {
             if let Op::Store {
-                tensor, op: how, ..
+                tensor,
+                op: how,
+                index,
+                ..
             } = op
             {
                 let output = program
                     .tensors
                     .get(*tensor)
                     .is_some_and(|t| matches!(t.origin, Origin::Output(_)));
-                scatter |= output && *how != AssignOp::Set;
+                // `out[reduced(i, axes, keepdim)] += x[i]` gathers many inputs into each output
+                let reduction = (index.iter()).any(|i| matches!(i.kind, IntKind::Reduced { .. }));
+                scatter |= output && *how != AssignOp::Set && !reduction;
             }
         });
         Style { scatter, combine }
@@ -126,7 +131,7 @@ pub fn run(
     dtype: DType,
     pool: &[Sample],
 ) -> Option<(Worked, Sample)> {
-    let program = domain.contract.semantics.as_ref()?.program(dtype)?;
+    let program = domain.contract.semantics.as_ref()?.widest_program(dtype)?;
     let style = Style::of(program, nan_policy(domain.raw));
     let on = On {
         domain,
@@ -394,7 +399,11 @@ impl On<'_, '_> {
     }
 
     fn program(&self) -> Option<&Program> {
-        self.domain.contract.semantics.as_ref()?.program(self.dtype)
+        self.domain
+            .contract
+            .semantics
+            .as_ref()?
+            .widest_program(self.dtype)
     }
 
     /// The kernel's operand slot of one of the program's input tensors.

@@ -37,6 +37,8 @@ const MUTANTS: &[(&str, Mutant)] = &[
     ("cumsum", Mutant::CumsumReverseOrder),
     ("avg_pool2d", Mutant::AvgPoolValidDividesByWindow),
     ("transpose", Mutant::TransposeInversePerm),
+    ("reduce_sum", Mutant::ReduceSumDropsLast),
+    ("reduce_mean", Mutant::MeanKeepdimCountsOne),
 ];
 
 macro_rules! common_mutant_registry {
@@ -90,7 +92,7 @@ macro_rules! common_mutant_registry {
     };
 }
 
-common_mutant_registry!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+common_mutant_registry!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17);
 
 /// The dtype suffix of the entry point a contract names.
 fn named_suffix(text: &str, kernel: &str) -> &'static str {
@@ -155,13 +157,13 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
     ),
     // a broadcast rule off: b's rows read without stretching
     ("add", "b[min(j, b.dim[0] - 1)", 0, "b[min(j, 0)", "FKC0409"),
-    // a shape rule without broadcasting: samples it admits, the kernel refuses
+    // a shape rule without broadcasting: where `b` stretches, the kernel's output is wider
     (
         "mul",
         "broadcast(a, b)",
         0,
         "from_params(A=a.dim[0], R=b.dim[0], C=b.dim[1])",
-        "FKC0401",
+        "FKC0403",
     ),
     // cost formulas: the multiply-adds counted once, `b` forgotten in the traffic
     ("matmul", "\"2 * out.dim[0]", 0, "\"out.dim[0]", "FKC0407"),
@@ -293,6 +295,54 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
         0,
         "out[i] = x[i[perm[0]], i[perm[1]], i[perm[2]]]",
         "FKC0504",
+    ),
+    // broadcasting: the constraint that the shapes broadcast forgotten (the shape rule is
+    // then undefined on samples the contract admits)
+    (
+        "add",
+        "shape_constraint: \"broadcastable(a.dim, b.dim)\"",
+        0,
+        "optional: false",
+        "FKC0401",
+    ),
+    // reductions: `keepdim` ignored by the shape rule, repeated axes admitted (`[1, -2]` is
+    // axis 1 twice), the empty axes list refused, a sum starting at +0.0 (a lone -0.0 comes
+    // back +0.0), the mean divided by every element, the divisions not counted
+    (
+        "reduce_sum",
+        "reduce(x, axes, keepdim)",
+        0,
+        "reduce(x, axes, true)",
+        "FKC0403",
+    ),
+    (
+        "reduce_mean",
+        "axes(axes, x.rank)",
+        0,
+        "distinct(axes) && within(axes, -x.rank, x.rank)",
+        "FKC0401",
+    ),
+    (
+        "reduce_sum",
+        "axes(axes, x.rank)",
+        0,
+        "axes(axes, x.rank) && len(axes) > 0",
+        "FKC0402",
+    ),
+    ("reduce_sum", "out[o] = -0.0", 0, "out[o] = 0.0", "FKC0409"),
+    (
+        "reduce_mean",
+        "out[o] / (numel(x) / numel(out))",
+        0,
+        "out[o] / numel(x)",
+        "FKC0409",
+    ),
+    (
+        "reduce_mean",
+        "\"prod(x.dim) + prod(out.dim)\"",
+        0,
+        "\"prod(x.dim)\"",
+        "FKC0407",
     ),
 ];
 

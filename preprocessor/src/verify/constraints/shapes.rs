@@ -1,0 +1,107 @@
+//! The outputs' shapes on a sample under the contract's shape rules, and where a `broadcast`
+//! or `reduce` rule is undefined.
+
+use super::super::geometry;
+use super::super::sample::{Param, Sample};
+use super::Domain;
+use crate::contract::resolved::{Keep, ResolvedOutput, ShapeRule};
+use crate::expr::{self, Bindings, Value};
+use fkc_provider::DType;
+
+impl Domain<'_> {
+    /// Every output's dims under the shape rules, when all are defined and ≥ 1.
+    pub fn outputs(&self, sample: &Sample, bindings: &Bindings) -> Option<Vec<Vec<i64>>> {
+        self.contract
+            .outputs
+            .iter()
+            .map(|output| self.outputs_of(sample, bindings, output))
+            .collect()
+    }
+
+    /// One output's dims under its shape rule, when defined and each ≥ 1.
+    fn outputs_of(
+        &self,
+        sample: &Sample,
+        bindings: &Bindings,
+        output: &ResolvedOutput,
+    ) -> Option<Vec<i64>> {
+        let dims = match output.shape.as_ref()? {
+            ShapeRule::Conv2d => geometry::conv2d(sample)?,
+            ShapeRule::ConvTranspose2d => geometry::conv_transpose2d(sample)?,
+            // Stops at the first dimension that is undefined or below 1.
+            ShapeRule::FromParams(dims) => dims
+                .iter()
+                .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int().filter(|d| *d >= 1))
+                .collect::<Option<Vec<i64>>>()?,
+            ShapeRule::Broadcast { inputs } => {
+                let shapes: Option<Vec<&[i64]>> =
+                    inputs.iter().map(|name| sample.dims(name)).collect();
+                geometry::broadcast(&shapes?)?
+            }
+            ShapeRule::Reduce {
+                input,
+                axes,
+                keepdim,
+            } => {
+                let keep = match keepdim {
+                    Keep::Fixed(keep) => *keep,
+                    Keep::Param(name) => match sample.param(name)? {
+                        Param::Bool(keep) => *keep,
+                        _ => return None,
+                    },
+                };
+                let axes = sample.param(axes)?.ints();
+                geometry::reduce(sample.dims(input)?, axes, keep)?
+            }
+        };
+        dims.iter().all(|d| *d >= 1).then_some(dims)
+    }
+
+    /// Adds the outputs (and the fields that carry their shape) to the bindings.
+    pub fn bind_outputs(&self, bindings: &mut Bindings, outputs: &[Vec<i64>]) {
+        let slots = self.layout.outputs.iter();
+        for ((output, dims), slot) in self.contract.outputs.iter().zip(outputs).zip(slots) {
+            bindings.insert_at(*slot, &output.name, Value::operand(dims));
+            for &(field, slot, of) in &self.layout.shaped {
+                if of == output.name {
+                    bindings.insert_at(slot, field, Value::ints(dims));
+                }
+            }
+        }
+    }
+
+    /// On a sample every constraint admits (its values possible), the first output whose
+    /// `broadcast` or `reduce` rule is undefined (shapes that do not broadcast, axes that are
+    /// not distinct axes of the input): the constraints admit what the shape rule cannot shape.
+    pub fn undefined_shape(&self, sample: &Sample, dtype: DType) -> Option<usize> {
+        let bindings = self.bindings(sample, dtype);
+        if self.broken_constraint(sample, &bindings) != Some(None)
+            || !self.values_possible(sample, &bindings)
+            || self.outputs(sample, &bindings).is_some()
+        {
+            return None;
+        }
+        self.contract.outputs.iter().position(|output| {
+            let shapes_itself = matches!(
+                output.shape,
+                Some(ShapeRule::Broadcast { .. } | ShapeRule::Reduce { .. })
+            );
+            shapes_itself && self.outputs_of(sample, &bindings, output).is_none()
+        })
+    }
+
+    /// Whether every output whose shape rule is undefined on `sample` has a `broadcast` or
+    /// `reduce` rule (which are undefined exactly where shapes or axes are invalid).
+    pub(super) fn only_shaping_rules_undefined(
+        &self,
+        sample: &Sample,
+        bindings: &Bindings,
+    ) -> bool {
+        self.contract.outputs.iter().all(|output| {
+            matches!(
+                output.shape,
+                Some(ShapeRule::Broadcast { .. } | ShapeRule::Reduce { .. })
+            ) || self.outputs_of(sample, bindings, output).is_some()
+        })
+    }
+}

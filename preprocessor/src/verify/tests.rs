@@ -1,0 +1,248 @@
+//! The checks no reference kernel can fail (they never change dtype and are deterministic)
+//! are proven here with synthetic kernels that do.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use super::*;
+use crate::contract::raw::read_contract;
+use crate::contract::read_block;
+use crate::contract::resolved::resolve_expressions;
+use fkc_provider::{AnyTensor, KernelRef, Operand, ParamValues, Registry, Rejection};
+use fuel_reference_backend::fkc::{MAX_POOL2D_FIELDS, MAX_POOL2D_INPUTS};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const POOL: &str = "kernel: k\nregistrable: false\nbackend: Cpu\nkernel_source: s\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"kernel_size > 0\" }\n    stride: { kind: usize, constraint: \"stride > 0\" }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }\ndeterminism: same_hardware_bitwise\n";
+
+/// A pooling-shaped kernel whose output is F64 whatever the input.
+fn widening(
+    operands: &[Option<Operand>],
+    params: &ParamValues,
+) -> Result<Vec<AnyTensor>, Rejection> {
+    let shape = pooled_shape(operands, params);
+    Ok(vec![
+        AnyTensor::from_f64(DType::F64, &shape, &vec![0.0; shape.iter().product()]).unwrap(),
+    ])
+}
+
+/// A pooling-shaped kernel whose output changes on every call.
+fn flaky(operands: &[Option<Operand>], params: &ParamValues) -> Result<Vec<AnyTensor>, Rejection> {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let shape = pooled_shape(operands, params);
+    let value = CALLS.fetch_add(1, Ordering::SeqCst) as f64;
+    Ok(vec![
+        AnyTensor::from_f64(DType::F32, &shape, &vec![value; shape.iter().product()]).unwrap(),
+    ])
+}
+
+fn pooled_shape(operands: &[Option<Operand>], params: &ParamValues) -> Vec<usize> {
+    let x = operands[0].as_ref().unwrap().shape().to_vec();
+    let get = |name: &str| match params[name] {
+        fkc_provider::ParamValue::Usize(v) => v,
+        _ => panic!(),
+    };
+    let (k, s) = (get("kernel_size"), get("stride"));
+    vec![x[0], x[1], (x[2] - k) / s + 1, (x[3] - k) / s + 1]
+}
+
+/// A provider, in process, serving one pooling-shaped kernel `synthetic::pool_f32`.
+fn synthetic(call: fkc_provider::EntryFn) -> Provider {
+    let entry_points: &'static [KernelRef] = Box::leak(Box::new([KernelRef {
+        symbol: "synthetic::pool_f32",
+        kernel: "k",
+        dtype: DType::F32,
+        op_kind: None,
+        inputs: MAX_POOL2D_INPUTS,
+        outputs: &["out"],
+        params: MAX_POOL2D_FIELDS,
+        call,
+    }]));
+    in_process(entry_points)
+}
+
+/// A contract's text read and its expressions resolved (both without a problem), as the
+/// chapter `t.md`.
+pub(super) fn read_resolved(text: &str) -> (Arc<SourceFile>, RawContract, Contract) {
+    let source = Arc::new(SourceFile::new("t.md", text));
+    let (raw, errors) = read_block(&source, text, &|o| o, read_contract);
+    assert!(errors.is_empty(), "{errors:?}");
+    let raw = raw.unwrap();
+    let (contract, errors) = resolve_expressions(&raw, &source);
+    assert!(errors.is_empty(), "{errors:?}");
+    (source, raw, contract)
+}
+
+/// A provider, in process, serving `entry_points` from a registry named `synthetic`.
+pub(super) fn in_process(entry_points: &'static [KernelRef]) -> Provider {
+    Provider::in_process(Box::leak(Box::new(Registry {
+        name: "synthetic",
+        path: "synthetic::REGISTRY",
+        crate_name: "synthetic",
+        revision: "0",
+        op_kinds: &[],
+        variants: &[],
+        entry_points,
+        executor: None,
+        levels: None,
+    })))
+}
+
+fn codes_for(provider: &Provider, symbol: &str) -> Vec<Code> {
+    gated(provider, symbol, false)
+        .iter()
+        .map(|d| d.code)
+        .collect()
+}
+
+/// The diagnostics of the admitted-domain check (with `breaking`, of the breaking one).
+fn gated(provider: &Provider, symbol: &str, breaking: bool) -> Vec<Diagnostic> {
+    let info = provider.description().entry_point(symbol).unwrap();
+    let kernel = Kernel { info, provider };
+    let (source, raw, contract) = read_resolved(POOL);
+    let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+    let (admitted, broken) = gate.draw(DType::F32, VerifyOptions::default());
+    assert!(!admitted.is_empty() && !broken.is_empty());
+    if breaking {
+        gate.breaking(&kernel, DType::F32, &broken);
+    } else {
+        gate.admitted(&kernel, DType::F32, &admitted);
+    }
+    for diagnostic in &gate.diagnostics {
+        assert_eq!(diagnostic.notes.len(), 1, "{diagnostic:?}");
+        let sample = shown_sample(diagnostic);
+        let verdict = gate.domain.verdict(&sample, DType::F32);
+        assert_eq!(
+            matches!(verdict, constraints::Verdict::Breaks { .. }),
+            breaking,
+            "{verdict:?}"
+        );
+    }
+    gate.diagnostics
+}
+
+/// The sample a report names, read back from its reproduction line.
+fn shown_sample(diagnostic: &Diagnostic) -> Sample {
+    let line = diagnostic
+        .help
+        .iter()
+        .find_map(|h| h.strip_prefix("reproduce: mdbook-fkc repro t.md:1 --dtype F32 --seed "))
+        .unwrap();
+    let quoted = line.split_once(" --sample '").unwrap().1;
+    let sample = Sample::parse(quoted.strip_suffix('\'').unwrap()).unwrap();
+    assert!(diagnostic.notes[0].ends_with(&sample.describe()));
+    sample
+}
+
+/// A pooling-shaped kernel that accepts every sample (an output of ones where the shape
+/// is undefined).
+fn lenient(
+    operands: &[Option<Operand>],
+    params: &ParamValues,
+) -> Result<Vec<AnyTensor>, Rejection> {
+    let x = operands[0].as_ref().unwrap().shape().to_vec();
+    let get = |name: &str| match params[name] {
+        fkc_provider::ParamValue::Usize(v) => v,
+        _ => panic!(),
+    };
+    let (k, s) = (get("kernel_size"), get("stride"));
+    let pooled = |d: usize| {
+        d.checked_sub(k)
+            .and_then(|d| d.checked_div(s))
+            .map_or(1, |d| d + 1)
+    };
+    let shape = [x[0], x[1], pooled(x[2]), pooled(x[3])];
+    Ok(vec![
+        AnyTensor::from_f64(DType::F32, &shape, &vec![0.0; shape.iter().product()]).unwrap(),
+    ])
+}
+
+const SMALLEST: &str = "counterexample (shrunk, F32): x: [1, 1, 1, 1], kernel_size = 1, stride = 1";
+
+#[test]
+fn a_dtype_rule_counterexample_is_shrunk_to_the_smallest_sample() {
+    let found = gated(&synthetic(widening), "synthetic::pool_f32", false);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].notes, [SMALLEST]);
+    assert!(
+        found[0]
+            .help
+            .iter()
+            .any(|h| h.ends_with(" --sample 'x: [1, 1, 1, 1], kernel_size = 1, stride = 1'")),
+        "{:?}",
+        found[0].help
+    );
+}
+
+#[test]
+fn a_nondeterminism_counterexample_is_shrunk_to_the_smallest_sample() {
+    let found = gated(&synthetic(flaky), "synthetic::pool_f32", false);
+    assert_eq!(found[0].code, Code::Nondeterministic);
+    assert_eq!(found[0].notes, [SMALLEST]);
+}
+
+#[test]
+fn an_over_promise_is_shrunk_keeping_the_one_broken_constraint() {
+    let found = gated(&synthetic(lenient), "synthetic::pool_f32", true);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code, Code::OverPromise);
+    assert!(
+        found[0].notes[0].starts_with("counterexample (shrunk, F32): x: [1, 1, "),
+        "{:?}",
+        found[0].notes
+    );
+}
+
+/// A pooling-shaped kernel that panics, counting its calls.
+fn counted_panic(_: &[Option<Operand>], _: &ParamValues) -> Result<Vec<AnyTensor>, Rejection> {
+    PANICS.fetch_add(1, Ordering::SeqCst);
+    panic!("index out of bounds")
+}
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+#[test]
+fn shrinking_a_crash_is_bounded_in_kernel_calls() {
+    let found = gated(&synthetic(counted_panic), "synthetic::pool_f32", false);
+    assert_eq!(found[0].code, Code::KernelCrashed);
+    // the crash itself, then at most 30 smaller samples (the smallest's run is its report)
+    let calls = PANICS.load(Ordering::SeqCst);
+    assert!((2..=31).contains(&calls), "{calls}");
+    assert!(found[0].notes[0].starts_with("counterexample (shrunk, F32)"));
+}
+
+#[test]
+fn an_output_of_another_dtype_breaks_the_dtype_rule() {
+    let provider = synthetic(widening);
+    assert_eq!(
+        codes_for(&provider, "synthetic::pool_f32"),
+        [Code::DtypeRuleViolated]
+    );
+}
+
+#[test]
+fn differing_repeated_runs_break_determinism() {
+    let provider = synthetic(flaky);
+    assert_eq!(
+        codes_for(&provider, "synthetic::pool_f32"),
+        [Code::Nondeterministic]
+    );
+}
+
+/// A pooling-shaped kernel that panics.
+fn panicking(_: &[Option<Operand>], _: &ParamValues) -> Result<Vec<AnyTensor>, Rejection> {
+    panic!("index out of bounds")
+}
+
+#[test]
+fn a_panic_is_a_crash_not_a_rejection() {
+    let provider = synthetic(panicking);
+    assert_eq!(
+        codes_for(&provider, "synthetic::pool_f32"),
+        [Code::KernelCrashed]
+    );
+}
+
+#[test]
+fn the_real_kernel_passes_the_same_checks() {
+    let builtin = Provider::builtin();
+    assert_eq!(
+        codes_for(&builtin, "fuel_reference_backend::ops::max_pool2d_f32"),
+        []
+    );
+}
