@@ -140,6 +140,54 @@ pub enum IntKind {
         component: usize,
         width: usize,
     },
+    /// Component `component` of `broadcast(o, t)`, the element of tensor `t` (of rank `width`)
+    /// NumPy broadcasting reads for the whole index `o`: trailing axes aligned, 0 on an axis
+    /// where `t`'s extent is 1.
+    Broadcast {
+        index: Vec<Int>,
+        tensor: usize,
+        component: usize,
+        width: usize,
+    },
+}
+
+/// Which component of the whole index a reduced index's component `component` takes (`None`: a
+/// kept reduced axis, 0), for an index of `len` axes, the reduced `axes` and `keep`; `Err` with
+/// what is wrong when the axes repeat or fall outside, or the reduced index has another rank
+/// than `width`.
+pub fn reduced_source(
+    len: usize,
+    axes: &[i64],
+    keep: bool,
+    component: usize,
+    width: usize,
+) -> Result<Option<usize>, String> {
+    let rank = i64::try_from(len).unwrap_or(i64::MAX);
+    let Some(reduced) = crate::expr::normalized_axes(axes, rank) else {
+        return Err(format!("{axes:?} are not distinct axes of a rank-{rank} index"));
+    };
+    let is_reduced = |axis: usize| reduced.contains(&i64::try_from(axis).unwrap_or(-1));
+    let kept: Vec<usize> = (0..len).filter(|&a| keep || !is_reduced(a)).collect();
+    if kept.len() != width {
+        return Err(format!(
+            "this reduced index has {} axes; the tensor it indexes has rank {width}",
+            kept.len()
+        ));
+    }
+    Ok(kept.get(component).copied().filter(|&a| !is_reduced(a)))
+}
+
+/// Which component of a whole index of `len` axes NumPy broadcasting reads for axis `component`
+/// of a tensor of `dims` (`None`: an extent of 1, read at 0); `Err` when the tensor has more
+/// axes than the index.
+pub fn broadcast_source(len: usize, dims: &[usize], component: usize) -> Result<Option<usize>, String> {
+    let Some(lead) = len.checked_sub(dims.len()) else {
+        return Err(format!(
+            "a rank-{} tensor does not broadcast to an index of {len} axes",
+            dims.len()
+        ));
+    };
+    Ok((dims.get(component) != Some(&1)).then_some(lead + component))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -360,3 +360,58 @@ fn a_reduction_over_whole_indices_sums_removes_or_keeps_axes() {
     let wrong_rank = run_at(2, vec![2, 1], vec![2], 1).unwrap_err();
     assert!(wrong_rank.message.contains("has rank 2"), "{}", wrong_rank.message);
 }
+
+/// `a[broadcast(o)]` reads an input at the output's whole index broadcast to it (trailing axes
+/// aligned, 0 where its extent is 1); `out[permuted(i, perm)]` writes at the permuted index.
+#[test]
+fn broadcast_and_permuted_whole_indices() {
+    let list = |name: &str| ir::Param {
+        name: name.to_owned(),
+        form: ir::ParamForm::List,
+    };
+    let signature = Signature {
+        inputs: vec![tensor("a", 2, false), tensor("b", 1, false)],
+        outputs: vec![tensor("out", 2, false)],
+        params: vec![list("perm")],
+        undeclared_absent: false,
+    };
+    let add = compile("for o in out:\n  out[o] = a[broadcast(o)] + b[broadcast(o)]\n", &signature, DType::F64);
+    // a [2, 1] = (10, 20) stretched along the columns, b [3] = (1, 2, 3) along the rows
+    let inputs = [Some((vec![2, 1], vec![10.0, 20.0])), Some((vec![3], vec![1.0, 2.0, 3.0]))];
+    let params = [ParamValue::Tuple(vec![1, 0])];
+    let on = |outputs: &[Vec<usize>]| -> Vec<f64> {
+        let inputs = Inputs {
+            inputs: &inputs,
+            outputs,
+            params: &params,
+            dtype: DType::F64,
+        };
+        run(&add, &inputs, &Rounded::default(), false).unwrap().outputs.remove(0)
+    };
+    assert_eq!(on(&[vec![2, 3]]), vec![11.0, 12.0, 13.0, 21.0, 22.0, 23.0]);
+    // a transpose of a [2, 3]: out [3, 2], out[permuted(i, perm)] with perm (1, 0)
+    let transpose = compile("for i in a:\n  out[permuted(i, perm)] = a[i]\n", &signature, DType::F64);
+    let x = [Some((vec![2, 3], (0..6).map(f64::from).collect())), None];
+    let inputs = Inputs {
+        inputs: &x,
+        outputs: &[vec![3, 2]],
+        params: &params,
+        dtype: DType::F64,
+    };
+    let out = run(&transpose, &inputs, &Rounded::default(), false).unwrap();
+    assert_eq!(out.outputs[0], vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    // a tensor of more axes than the index it is broadcast from is an error on the run
+    let wide = Signature {
+        outputs: vec![tensor("out", 1, false)],
+        ..signature
+    };
+    let program = compile("for o in out:\n  out[o] = a[broadcast(o)]\n", &wide, DType::F64);
+    let inputs = Inputs {
+        inputs: &x,
+        outputs: &[vec![3]],
+        params: &params,
+        dtype: DType::F64,
+    };
+    let error = run(&program, &inputs, &Rounded::default(), false).unwrap_err();
+    assert!(error.message.contains("does not broadcast"), "{}", error.message);
+}

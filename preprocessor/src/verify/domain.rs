@@ -41,12 +41,12 @@ impl Gate<'_> {
     /// yet the contract cannot say what the kernel returns (FKC0401). `false` after reporting.
     pub(super) fn shape_rules_defined(&mut self, dtype: DType, options: VerifyOptions) -> bool {
         use crate::contract::resolved::ShapeRule;
-        let shapes_itself = self.domain.contract.outputs.iter().any(|o| {
-            matches!(
-                o.shape,
-                Some(ShapeRule::Broadcast { .. } | ShapeRule::Reduce { .. })
-            )
-        });
+        let shapes_itself = self
+            .domain
+            .contract
+            .outputs
+            .iter()
+            .any(|o| o.shape.as_ref().is_some_and(ShapeRule::is_partial));
         if !shapes_itself {
             return true;
         }

@@ -169,9 +169,32 @@ pub fn reduce(shape: &[i64], axes: &[i64], keep: bool) -> Option<Vec<i64>> {
     Some(kept.collect())
 }
 
+/// `shape` with its axes permuted (`out[k] = shape[perm[k]]`); `None` unless `perm` holds each
+/// axis once.
+pub fn permuted(shape: &[i64], perm: &[i64]) -> Option<Vec<i64>> {
+    let rank = i64::try_from(shape.len()).ok()?;
+    let distinct = crate::expr::normalized_axes(perm, rank)?;
+    if perm.len() != shape.len() || perm.iter().any(|axis| *axis < 0) {
+        return None;
+    }
+    let dims = distinct
+        .iter()
+        .map(|axis| shape.get(usize::try_from(*axis).ok()?).copied());
+    dims.collect()
+}
+
 #[cfg(test)]
 mod broadcast_tests {
-    use super::{broadcast, reduce};
+    use super::{broadcast, permuted, reduce};
+
+    #[test]
+    fn permuted_takes_each_axis_once() {
+        assert_eq!(permuted(&[2, 3, 4], &[2, 0, 1]), Some(vec![4, 2, 3]));
+        assert_eq!(permuted(&[], &[]), Some(vec![]));
+        assert_eq!(permuted(&[2, 3, 4], &[0, 1]), None);
+        assert_eq!(permuted(&[2, 3, 4], &[0, 0, 1]), None);
+        assert_eq!(permuted(&[2, 3, 4], &[0, 1, -1]), None);
+    }
 
     #[test]
     fn reduce_removes_or_keeps_the_axes() {

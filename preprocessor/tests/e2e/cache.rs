@@ -81,7 +81,7 @@ fn a_warm_check_reuses_what_the_gate_found_and_an_edited_contract_is_verified_ag
     assert_ne!(text, edited);
     std::fs::write(&chapter, edited).unwrap();
     let after_edit = check_json(&book, &[]);
-    assert_eq!(after_edit.matches(MARKER).count(), 19);
+    assert_eq!(after_edit.matches(MARKER).count(), 21);
     assert_eq!(entries(&book).len(), stored + 1);
 }
 

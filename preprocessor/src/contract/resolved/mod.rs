@@ -43,6 +43,8 @@ pub enum ShapeRule {
         axes: String,
         keepdim: Keep,
     },
+    /// `permuted(x, perm)`: `x`'s shape with its axes permuted, `out.dim[k] = x.dim[perm[k]]`.
+    Permute { input: String, perm: String },
 }
 
 /// Whether a reduction keeps its reduced axes: a boolean parameter's value, or fixed.
@@ -69,7 +71,17 @@ impl ShapeRule {
                     _ => 0..=rank,
                 }
             }
+            ShapeRule::Permute { input, .. } => rank_of(input)..=rank_of(input),
         }
+    }
+
+    /// Whether the rule is defined only on valid operands — shapes that broadcast, distinct
+    /// axes, a permutation — which the contract's constraints must then require.
+    pub fn is_partial(&self) -> bool {
+        matches!(
+            self,
+            ShapeRule::Broadcast { .. } | ShapeRule::Reduce { .. } | ShapeRule::Permute { .. }
+        )
     }
 
     /// The ranks the output can have over every rank the contract's inputs declare.

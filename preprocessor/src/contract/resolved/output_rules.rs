@@ -1,6 +1,6 @@
 //! The rule-level forms of an output: `dtype_rule: passthrough(INPUT)`, and the shape rules
 //! `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b, …)`, `reduce(x, axes,
-//! keepdim)` and `from_params(…)`.
+//! keepdim)`, `permuted(x, perm)` and `from_params(…)`.
 
 use super::{Keep, ResolvedOutput, Resolver, SHAPE_FUNCTION_CARRIERS, ShapeRule, type_words};
 use crate::contract::raw::{RawContract, RawOutput};
@@ -72,11 +72,14 @@ impl Resolver<'_> {
             ExprKind::Call { name, args, .. } if name == "reduce" => {
                 self.reduce_rule(raw, rule, &expr, args)
             }
+            ExprKind::Call { name, args, .. } if name == "permuted" => {
+                self.permuted_rule(raw, rule, &expr, args)
+            }
             _ => {
                 self.bad_rule(
                     rule,
                     &expr,
-                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b)`, `reduce(x, axes, keepdim)` or `from_params(…)`",
+                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b)`, `reduce(x, axes, keepdim)`, `permuted(x, perm)` or `from_params(…)`",
                     "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
                 );
                 None
@@ -223,9 +226,7 @@ impl Resolver<'_> {
             return None;
         };
         let input = name(x).filter(|n| raw.inputs.iter().any(|i| &i.name.value == n));
-        let list = name(axes).filter(|n| {
-            matches!(field(n), Some(ParamKind::I64List | ParamKind::UsizeList))
-        });
+        let list = name(axes).filter(|n| list_field(raw, n));
         let keep = match (&keepdim.value.kind, name(keepdim)) {
             (ExprKind::Bool(fixed), _) => Some(Keep::Fixed(*fixed)),
             (_, Some(n)) if field(&n) == Some(ParamKind::Bool) => Some(Keep::Param(n)),
@@ -237,15 +238,7 @@ impl Resolver<'_> {
             (keep.is_none(), keepdim, "a `bool` op-param field, `true` or `false`"),
         ];
         let (Some(input), Some(axes), Some(keepdim)) = (input, list, keep) else {
-            if let Some((_, arg, wanted)) = wrong.into_iter().find(|(bad, _, _)| *bad) {
-                let error = ExprError {
-                    span: arg.value.span,
-                    kind: ExprErrorKind::UnknownName,
-                    message: format!("`{}` is not {wanted}", arg.value),
-                    help: Some(usage.to_owned()),
-                };
-                self.report_code(rule, 0, &error, Code::BadRule);
-            }
+            self.not_an_argument(rule, &wrong, usage);
             return None;
         };
         Some(ShapeRule::Reduce {
@@ -253,6 +246,49 @@ impl Resolver<'_> {
             axes,
             keepdim,
         })
+    }
+
+    /// `permuted(x, perm)`: an input and a list parameter, by name.
+    fn permuted_rule(
+        &mut self,
+        raw: &RawContract,
+        rule: &Located<String>,
+        expr: &Expr,
+        args: &[expr::Arg],
+    ) -> Option<ShapeRule> {
+        let usage = "write `permuted(x, perm)`: an input and a `Vec<usize>` or `Vec<i64>` field";
+        let name = |arg: &expr::Arg| match &arg.value.kind {
+            ExprKind::Name(name) if arg.name.is_none() => Some(name.clone()),
+            _ => None,
+        };
+        let [x, perm] = args else {
+            self.bad_rule(rule, expr, "`permuted` takes two arguments", usage.to_owned());
+            return None;
+        };
+        let input = name(x).filter(|n| raw.inputs.iter().any(|i| &i.name.value == n));
+        let list = name(perm).filter(|n| list_field(raw, n));
+        let wrong = [
+            (input.is_none(), x, "an input of this contract"),
+            (list.is_none(), perm, "a list op-param field"),
+        ];
+        let (Some(input), Some(perm)) = (input, list) else {
+            self.not_an_argument(rule, &wrong, usage);
+            return None;
+        };
+        Some(ShapeRule::Permute { input, perm })
+    }
+
+    /// Reports the first argument of a rule that is not what it must be.
+    fn not_an_argument(&mut self, rule: &Located<String>, wrong: &[(bool, &expr::Arg, &str)], usage: &str) {
+        if let Some((_, arg, wanted)) = wrong.iter().find(|(bad, _, _)| *bad) {
+            let error = ExprError {
+                span: arg.value.span,
+                kind: ExprErrorKind::UnknownName,
+                message: format!("`{}` is not {wanted}", arg.value),
+                help: Some(usage.to_owned()),
+            };
+            self.report_code(rule, 0, &error, Code::BadRule);
+        }
     }
 
     fn bad_rule(&mut self, rule: &Located<String>, expr: &Expr, message: &str, help: String) {
@@ -264,6 +300,14 @@ impl Resolver<'_> {
         };
         self.report_code(rule, 0, &error, Code::BadRule);
     }
+}
+
+/// Whether the op-param field `name` is a list (`Vec<usize>`, `Vec<i64>`).
+fn list_field(raw: &RawContract, name: &str) -> bool {
+    let mut fields = raw.op_params.iter().flat_map(|p| &p.fields);
+    let field = fields.find(|f| f.name.value == name);
+    field.and_then(|f| ParamKind::parse(&f.kind.value))
+        .is_some_and(|kind| matches!(kind, ParamKind::I64List | ParamKind::UsizeList))
 }
 
 fn input_names(raw: &RawContract) -> String {

@@ -92,7 +92,11 @@ impl Resolver<'_> {
                 rank
             ),
         )
-        .with_label("ambiguous on an operand whose rank is not 1")
+        .with_label(if rank.min > 1 {
+            "ambiguous on an operand of rank greater than 1"
+        } else {
+            "ambiguous on an operand whose rank is not 1"
+        })
         .with_note(
             "`same_as=EXPR` means `OPERAND.dim[0] == EXPR` and is only defined on rank-1 operands",
         )

@@ -17,9 +17,13 @@ impl Checker<'_> {
         let rank = self.tensors[tensor].rank;
         if let [single] = index
             && let ExprKind::Call { name, args, .. } = &single.kind
-            && name == "reduced"
         {
-            return self.reduced(args, rank, single.span);
+            match name.as_str() {
+                "reduced" => return self.reduced(args, rank, single.span),
+                "broadcast" => return self.broadcast(args, tensor, single.span),
+                "permuted" => return self.permuted(args, rank, single.span),
+                _ => {}
+            }
         }
         if let [single] = index
             && let Some(Bound::Index(first, width)) = single.as_name().and_then(|n| self.lookup(n))
@@ -57,6 +61,88 @@ impl Checker<'_> {
         index.iter().map(|i| self.index(i)).collect()
     }
 
+    /// The components of a whole index (`i` of `for i in x:`, or one loop variable).
+    fn whole_index(&mut self, i: &Expr, usage: &str) -> Option<Vec<Int>> {
+        match self.expression(i)? {
+            Typed::Index { first, rank } => Some(
+                (first..first + rank)
+                    .map(|slot| Int {
+                        kind: IntKind::Slot(slot),
+                        span: i.span,
+                    })
+                    .collect(),
+            ),
+            Typed::Int(int) => Some(vec![int]),
+            _ => {
+                self.type_error(i.span, "expected a whole index".to_owned(), usage);
+                None
+            }
+        }
+    }
+
+    /// `broadcast(o)` as the whole index of `tensor`: the output's whole index `o` broadcast to
+    /// it (NumPy: trailing axes aligned, 0 where its extent is 1).
+    fn broadcast(&mut self, args: &[Expr], tensor: usize, span: Span) -> Option<Vec<Int>> {
+        let usage = "write `a[broadcast(o)]`: the whole index `o` of `for o in out:`, broadcast to `a`";
+        let [o] = args else {
+            self.type_error(span, "`broadcast` takes one whole index".to_owned(), usage);
+            return None;
+        };
+        let index = self.whole_index(o, usage)?;
+        let width = self.tensors[tensor].rank;
+        let component = |component| Int {
+            kind: IntKind::Broadcast {
+                index: index.clone(),
+                tensor,
+                component,
+                width,
+            },
+            span,
+        };
+        Some((0..width).map(component).collect())
+    }
+
+    /// `permuted(i, perm)` as the whole index of a tensor of rank `width`: component `k` is
+    /// `i[perm[k]]`.
+    fn permuted(&mut self, args: &[Expr], width: usize, span: Span) -> Option<Vec<Int>> {
+        let usage = "write `out[permuted(i, perm)]`: a whole index and a list parameter";
+        let [i, perm] = args else {
+            self.type_error(span, "`permuted` takes two arguments".to_owned(), usage);
+            return None;
+        };
+        let index = self.whole_index(i, usage)?;
+        let Some(list) = self.list_param(perm) else {
+            self.type_error(perm.span, "expected a list parameter".to_owned(), usage);
+            return None;
+        };
+        let component = |k| Int {
+            kind: IntKind::Pick {
+                index: Box::new(Int {
+                    kind: IntKind::Param {
+                        param: list,
+                        element: Some(k),
+                    },
+                    span: perm.span,
+                }),
+                options: index.clone(),
+            },
+            span,
+        };
+        Some((0..width).map(component).collect())
+    }
+
+    /// The parameter `e` names, when it is a list.
+    fn list_param(&mut self, e: &Expr) -> Option<usize> {
+        match self.expression(e)? {
+            Typed::Tuple(param, _)
+                if matches!(self.signature.params[param].form, ParamForm::List) =>
+            {
+                Some(param)
+            }
+            _ => None,
+        }
+    }
+
     /// `reduced(i, axes, keepdim)` as the whole index of a tensor of rank `width`: `i` a whole
     /// index (or one loop variable), `axes` a list parameter, `keepdim` a boolean parameter or
     /// `true` / `false`.
@@ -66,28 +152,8 @@ impl Checker<'_> {
             self.type_error(span, "`reduced` takes three arguments".to_owned(), usage);
             return None;
         };
-        let index: Vec<Int> = match self.expression(i)? {
-            Typed::Index { first, rank } => (first..first + rank)
-                .map(|slot| Int {
-                    kind: IntKind::Slot(slot),
-                    span: i.span,
-                })
-                .collect(),
-            Typed::Int(int) => vec![int],
-            _ => {
-                self.type_error(i.span, "expected a whole index".to_owned(), usage);
-                return None;
-            }
-        };
-        let list = match self.expression(axes)? {
-            Typed::Tuple(param, _)
-                if matches!(self.signature.params[param].form, ParamForm::List) =>
-            {
-                Some(param)
-            }
-            _ => None,
-        };
-        let Some(list) = list else {
+        let index = self.whole_index(i, usage)?;
+        let Some(list) = self.list_param(axes) else {
             self.type_error(axes.span, "expected a list parameter".to_owned(), usage);
             return None;
         };

@@ -118,6 +118,14 @@ impl<A: Arith> Lower<'_, '_, A> {
         Ok(iv)
     }
 
+    /// Component `source` of a whole index, lowered, or the constant 0 for `None`.
+    fn component(&mut self, index: &[Int], source: Option<usize>) -> Go<(IE, Iv)> {
+        match source {
+            Some(axis) => self.int(index.get(axis).ok_or(Bail)?),
+            None => Ok((IE::Const(0), Iv::point(0))),
+        }
+    }
+
     /// `e` lowered, with its interval (every node's inside [`LIMIT`]).
     pub(super) fn int(&mut self, e: &Int) -> Go<(IE, Iv)> {
         let (ie, iv) = match &e.kind {
@@ -160,7 +168,45 @@ impl<A: Arith> Lower<'_, '_, A> {
             }
             // (an axis chosen at run time is lowered when it is fixed for the run)
             // (an index read from a tensor is the generic walk's, which checks it on the run)
-            IntKind::Element { .. } | IntKind::Reduced { .. } => return Err(Bail),
+            IntKind::Element { .. } => return Err(Bail),
+            // (a reduced or broadcast index is fixed for the run: each component is one of the
+            // whole index's, or 0; anything wrong is the generic walk's to report)
+            IntKind::Reduced {
+                index,
+                axes,
+                keepdim,
+                component,
+                width,
+            } => {
+                let Some(ParamValue::Tuple(listed)) = self.params.get(*axes) else {
+                    return Err(Bail);
+                };
+                let IE::Const(keep) = self.int(keepdim)?.0 else {
+                    return Err(Bail);
+                };
+                let source = super::super::ir::reduced_source(
+                    index.len(),
+                    listed,
+                    keep != 0,
+                    *component,
+                    *width,
+                );
+                return self.component(index, source.map_err(|_| Bail)?);
+            }
+            IntKind::Broadcast {
+                index,
+                tensor,
+                component,
+                ..
+            } => {
+                let storage = self.tensors.get(*tensor).ok_or(Bail)?;
+                if !storage.present {
+                    return Err(Bail);
+                }
+                let source =
+                    super::super::ir::broadcast_source(index.len(), &storage.dims, *component);
+                return self.component(index, source.map_err(|_| Bail)?);
+            }
             IntKind::Numel(tensor) => {
                 let storage = self.tensors.get(*tensor).ok_or(Bail)?;
                 if !storage.present {

@@ -296,7 +296,10 @@ impl Planner {
             | IntKind::Param { .. }
             | IntKind::Numel(_) => free(e),
             IntKind::Pick { .. } if super::affine::fixed(e) => free(e),
-            IntKind::Pick { .. } | IntKind::Element { .. } | IntKind::Reduced { .. } => {
+            IntKind::Pick { .. }
+            | IntKind::Element { .. }
+            | IntKind::Reduced { .. }
+            | IntKind::Broadcast { .. } => {
                 return None;
             }
             IntKind::Neg(a) => {

@@ -4,7 +4,7 @@
 
 use super::super::ast::AssignOp;
 use super::super::error::SemanticsError;
-use super::super::ir::{Bool, Func, Int, IntKind, IntOp, Origin, ParamValue, Val, ValKind};
+use super::super::ir::{self, Bool, Func, Int, IntKind, IntOp, Origin, ParamValue, Val, ValKind};
 use super::super::machine::{Arith, Step};
 use super::Frame;
 use super::errors::{Fallible, absent, overflow, read_before_write};
@@ -217,6 +217,12 @@ impl<A: Arith> Frame<'_, A> {
                 component,
                 width,
             } => self.reduced(e.span, index, *axes, keepdim, *component, *width)?,
+            IntKind::Broadcast {
+                index,
+                tensor,
+                component,
+                ..
+            } => self.broadcast(e.span, index, *tensor, *component)?,
             IntKind::Pick { index, options } => {
                 let at = self.int(index)?;
                 let option = usize::try_from(at).ok().and_then(|i| options.get(i));
@@ -254,38 +260,43 @@ impl<A: Arith> Frame<'_, A> {
         component: usize,
         width: usize,
     ) -> Fallible<i64> {
-        let rank = i64::try_from(index.len()).unwrap_or(i64::MAX);
         let listed = match self.inputs.params.get(axes) {
             Some(ParamValue::Tuple(listed)) => listed.as_slice(),
             _ => &[],
         };
-        let name = &self.program.params[axes].name;
-        let Some(reduced) = crate::expr::normalized_axes(listed, rank) else {
-            return Err(Box::new(SemanticsError::run(
-                span,
-                format!("`{name}` = {listed:?} are not distinct axes of a rank-{rank} index"),
-                "constrain the contract: `axes(axes, x.rank)`",
-            )));
-        };
         let keep = self.int(keepdim)? != 0;
-        let kept: Vec<usize> = (0..index.len())
-            .filter(|&axis| keep || !reduced.contains(&(axis as i64)))
-            .collect();
-        if kept.len() != width {
-            return Err(Box::new(SemanticsError::run(
+        let source = ir::reduced_source(index.len(), listed, keep, component, width);
+        let name = &self.program.params[axes].name;
+        let source = source.map_err(|problem| {
+            Box::new(SemanticsError::run(
                 span,
-                format!(
-                    "this reduced index has {} axes; the tensor it indexes has rank {width}",
-                    kept.len()
-                ),
-                "index the reduction's output, whose shape rule is `reduce(x, axes, keepdim)`",
-            )));
+                format!("`{name}` = {problem}"),
+                "constrain the contract: `axes(axes, x.rank)`, and index the reduction's output, whose shape rule is `reduce(x, axes, keepdim)`",
+            ))
+        })?;
+        self.whole_component(index, source)
+    }
+
+    /// Component `component` of `broadcast(index, tensor)`.
+    fn broadcast(&self, span: Span, index: &[Int], tensor: usize, component: usize) -> Fallible<i64> {
+        let storage = &self.tensors[tensor];
+        if !storage.present {
+            return Err(absent(&self.program.tensors[tensor].name, span));
         }
-        let axis = kept.get(component).copied().unwrap_or(0);
-        if reduced.contains(&(axis as i64)) {
-            return Ok(0);
-        }
-        match index.get(axis) {
+        let source = ir::broadcast_source(index.len(), &storage.dims, component);
+        let source = source.map_err(|problem| {
+            Box::new(SemanticsError::run(
+                span,
+                problem,
+                "index an input with the output's whole index broadcast to it: `a[broadcast(o)]` with `o` over `out`, whose shape rule is `broadcast(a, b)`",
+            ))
+        })?;
+        self.whole_component(index, source)
+    }
+
+    /// Component `source` of a whole index, or 0 for `None`.
+    fn whole_component(&self, index: &[Int], source: Option<usize>) -> Fallible<i64> {
+        match source.and_then(|axis| index.get(axis)) {
             Some(i) => self.int(i),
             None => Ok(0),
         }

@@ -53,6 +53,9 @@ impl Domain<'_> {
                 let axes = sample.param(axes)?.ints();
                 geometry::reduce(sample.dims(input)?, axes, keep)?
             }
+            ShapeRule::Permute { input, perm } => {
+                geometry::permuted(sample.dims(input)?, sample.param(perm)?.ints())?
+            }
         };
         dims.iter().all(|d| *d >= 1).then_some(dims)
     }
@@ -82,10 +85,7 @@ impl Domain<'_> {
             return None;
         }
         self.contract.outputs.iter().position(|output| {
-            let shapes_itself = matches!(
-                output.shape,
-                Some(ShapeRule::Broadcast { .. } | ShapeRule::Reduce { .. })
-            );
+            let shapes_itself = output.shape.as_ref().is_some_and(ShapeRule::is_partial);
             shapes_itself && self.outputs_of(sample, &bindings, output).is_none()
         })
     }
@@ -98,10 +98,8 @@ impl Domain<'_> {
         bindings: &Bindings,
     ) -> bool {
         self.contract.outputs.iter().all(|output| {
-            matches!(
-                output.shape,
-                Some(ShapeRule::Broadcast { .. } | ShapeRule::Reduce { .. })
-            ) || self.outputs_of(sample, bindings, output).is_some()
+            output.shape.as_ref().is_some_and(ShapeRule::is_partial)
+                || self.outputs_of(sample, bindings, output).is_some()
         })
     }
 }

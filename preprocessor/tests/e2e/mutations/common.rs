@@ -155,19 +155,31 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
         "if !transpose_b:",
         "FKC0409",
     ),
-    // a broadcast rule off: b's rows read without stretching
-    ("add", "b[min(j, b.dim[0] - 1)", 0, "b[min(j, 0)", "FKC0409"),
-    // a shape rule without broadcasting: where `b` stretches, the kernel's output is wider
+    // a broadcast rule off: the output shaped like `a` alone (where `b` stretches it, the
+    // kernel's output is wider), shapes admitted only when `a` has the larger rank
     (
         "mul",
-        "broadcast(a, b)",
+        "shape_rule: \"broadcast(a, b)\"",
         0,
-        "from_params(A=a.dim[0], R=b.dim[0], C=b.dim[1])",
+        "shape_rule: \"broadcast(a, a)\"",
         "FKC0403",
+    ),
+    (
+        "mul",
+        "broadcastable(a.dim, b.dim)",
+        0,
+        "a.rank >= b.rank && broadcastable(a.dim, b.dim)",
+        "FKC0402",
     ),
     // cost formulas: the multiply-adds counted once, `b` forgotten in the traffic
     ("matmul", "\"2 * out.dim[0]", 0, "\"out.dim[0]", "FKC0407"),
-    ("add", "+ b.dim[0] * b.dim[1] + out", 0, "+ out", "FKC0407"),
+    (
+        "add",
+        "+ prod(b.dim) + prod(out.dim)",
+        0,
+        "+ prod(out.dim)",
+        "FKC0407",
+    ),
     // an accumulator too narrow: layer_norm's sums claimed in the dtype
     ("layer_norm", "s: f64 = 0", 0, "s: T = 0", "FKC0409"),
     // eps ignored by the semantics
@@ -288,13 +300,21 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
     ),
     // an operand's own dtype that is not the kernel's
     ("embedding", "dtype: I64", 0, "dtype: I32", "FKC0408"),
-    // the permutation applied the other way round
+    // the permutation applied the other way round; a list of distinct axes admitted where the
+    // shape rule needs a permutation
     (
         "transpose",
-        "out[i[perm[0]], i[perm[1]], i[perm[2]]] = x[i]",
+        "out[permuted(i, perm)] = x[i]",
         0,
-        "out[i] = x[i[perm[0]], i[perm[1]], i[perm[2]]]",
+        "out[i] = x[permuted(i, perm)]",
         "FKC0504",
+    ),
+    (
+        "transpose",
+        "permutation(perm, x.rank)",
+        0,
+        "distinct(perm) && len(perm) == x.rank",
+        "FKC0401",
     ),
     // broadcasting: the constraint that the shapes broadcast forgotten (the shape rule is
     // then undefined on samples the contract admits)
