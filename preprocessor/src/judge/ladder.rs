@@ -44,7 +44,8 @@ impl Rung {
     }
 }
 
-/// `flops` and `bytes_moved` on an admitted sample (`None` when either is missing or fails).
+/// `flops` and `bytes_moved` on an admitted sample (0 for one the contract does not state;
+/// `None` when a stated one fails).
 pub fn costs(domain: &Domain<'_>, sample: &Sample, dtype: DType) -> Option<(f64, f64)> {
     let Verdict::Admitted { outputs } = domain.verdict(sample, dtype) else {
         return None;
@@ -52,7 +53,9 @@ pub fn costs(domain: &Domain<'_>, sample: &Sample, dtype: DType) -> Option<(f64,
     let mut bindings = domain.bindings(sample, dtype);
     domain.bind_outputs(&mut bindings, &outputs);
     let formula = |name: &str| {
-        let (_, expr) = domain.contract.formulas.iter().find(|(n, _)| n == name)?;
+        let Some((_, expr)) = domain.contract.formulas.iter().find(|(n, _)| n == name) else {
+            return Some(0.0);
+        };
         let value = crate::expr::eval(&expr.expr, &bindings).ok()?.as_int()?;
         (value >= 0).then_some(value as f64)
     };

@@ -128,11 +128,12 @@ impl Gate<'_> {
             ),
         );
         diagnostic.notes.push(sample_note(dtype.name(), sample));
-        diagnostic.help.push("count each operand's elements and each output's once (× dtype_bytes); an optional input that is present counts too".to_owned());
+        diagnostic.help.push("count each operand's elements and each output's once (× dtype_bytes, or an input's own dtype's size: 8 for `I64` ids); an optional input that is present counts too".to_owned());
         None
     }
 
-    /// (compulsory, full) traffic of a sample in bytes, from the semantics' counts.
+    /// (compulsory, full) traffic of a sample in bytes, from the semantics' counts: each
+    /// element in its operand's dtype (an input's own, `ids: I64`, or the kernel's).
     fn traffic(
         &self,
         sample: &Sample,
@@ -141,8 +142,8 @@ impl Gate<'_> {
         dtype: DType,
     ) -> Option<(i64, i64)> {
         let semantics = self.domain.contract.semantics.as_ref()?;
-        let size = i64::try_from(dtype.size_bytes()).ok()?;
-        let elements = |dims: &[i64]| dims.iter().product::<i64>();
+        let size = |d: DType| i64::try_from(d.size_bytes()).ok();
+        let bytes = |dims: &[i64], d: DType| dims.iter().product::<i64>().checked_mul(size(d)?);
         let inputs = semantics.signature.inputs.len();
         let (mut low, mut high) = (0i64, 0i64);
         for (index, input) in semantics.signature.inputs.iter().enumerate() {
@@ -152,15 +153,18 @@ impl Gate<'_> {
                 .find(|(name, _, _)| *name == input.name)
                 .filter(|(_, _, present)| *present);
             if let Some((_, dims, _)) = present {
-                high += elements(dims);
-                low += i64::try_from(*counts.read.get(index)?).ok()?;
+                let own = input.dtype.unwrap_or(dtype);
+                high = high.checked_add(bytes(dims, own)?)?;
+                let read = i64::try_from(*counts.read.get(index)?).ok()?;
+                low = low.checked_add(read.checked_mul(size(own)?)?)?;
             }
         }
         for (index, dims) in predicted.iter().enumerate() {
-            high += elements(dims);
-            low += i64::try_from(*counts.written.get(inputs + index)?).ok()?;
+            high = high.checked_add(bytes(dims, dtype)?)?;
+            let written = i64::try_from(*counts.written.get(inputs + index)?).ok()?;
+            low = low.checked_add(written.checked_mul(size(dtype)?)?)?;
         }
-        Some((low.checked_mul(size)?, high.checked_mul(size)?))
+        Some((low, high))
     }
 
     /// Every cost formula evaluates to a non-negative number; host_bytes is the outputs' size.

@@ -131,6 +131,33 @@ fn malformed_ranks_are_located_errors() {
     }
 }
 
+/// Ranks that combine in more ways than the semantics are checked at (four inputs of any rank:
+/// 625) are a budget error at the semantics, not an unbounded check.
+#[test]
+fn too_many_rank_combinations_are_a_budget_error() {
+    let inputs: String = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| format!("    - {{ name: {n}, dtypes: [F32], rank: any }}\n"))
+        .collect();
+    let body = format!(
+        "kernel: k\nregistrable: false\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"fuel_reference_backend::ops::add_f32\"\naccept:\n  inputs:\n{inputs}return:\n  outputs:\n    - {{ name: out, dtype_rule: passthrough(a), shape_rule: \"broadcast(a, b)\" }}\nsemantics: |\n  for o in out:\n    out[o] = a[broadcast(o)]\n"
+    );
+    let (text, report) = chapter(&body);
+    let budget: Vec<_> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.code.as_str() == "FKC0505")
+        .collect();
+    assert_eq!(budget.len(), 1, "{:?}", report.diagnostics);
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("semantics:"))
+        .unwrap()
+        + 2; // located at the semantics' text, the line after `semantics: |`
+    assert_eq!(budget[0].location().line, line);
+    assert!(!budget[0].help.is_empty());
+}
+
 #[test]
 fn a_5000_deep_expression_is_a_budget_error_at_its_column() {
     let deep = format!("{}kernel_size{} > 0", "(".repeat(5000), ")".repeat(5000));

@@ -300,6 +300,14 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
     ),
     // an operand's own dtype that is not the kernel's
     ("embedding", "dtype: I64", 0, "dtype: I32", "FKC0408"),
+    // the gathered output forgotten in the traffic
+    (
+        "embedding",
+        " + prod(out.dim)) * dtype_bytes\"",
+        0,
+        ") * dtype_bytes\"",
+        "FKC0407",
+    ),
     // the permutation applied the other way round; a list of distinct axes admitted where the
     // shape rule needs a permutation
     (
