@@ -8,7 +8,6 @@
 //! semantics chapter for an op kind's).
 
 use super::raw::RawContract;
-use super::resolved::ResolvedOutput;
 use crate::diag::{Code, Diagnostic};
 use crate::expr::Span;
 use crate::semantics::{self, SemanticsError, SemanticsErrorKind, SigTensor, Signature, ir};
@@ -51,6 +50,14 @@ pub struct Checked {
 
 /// The most combinations of ranks a contract's semantics are checked at (per dtype).
 pub const MAX_RANK_COMBINATIONS: usize = 256;
+
+/// The contract's outputs, by name, and every combination of ranks the signature's tensors can
+/// have (inputs, then outputs) — `None` when there are more than [`MAX_RANK_COMBINATIONS`].
+#[derive(Debug, Clone)]
+pub struct Shapes {
+    pub outputs: Vec<String>,
+    pub combinations: Option<Vec<Vec<usize>>>,
+}
 
 impl Semantics {
     /// The checked program for `dtype` with the signature's tensors of `ranks` (inputs, then
@@ -161,12 +168,7 @@ impl TextMap {
 /// The contract's signature, as the semantics see it, with its inputs and then its outputs
 /// of `ranks` (`standard`: an op kind's semantics, which may name optional inputs the contract
 /// does not declare).
-fn signature(
-    raw: &RawContract,
-    outputs: &[ResolvedOutput],
-    ranks: &[usize],
-    standard: bool,
-) -> Signature {
+fn signature(raw: &RawContract, outputs: &[String], ranks: &[usize], standard: bool) -> Signature {
     let mut ranks = ranks.iter().copied();
     let inputs = raw
         .inputs
@@ -181,7 +183,7 @@ fn signature(
     let outputs = outputs
         .iter()
         .map(|output| SigTensor {
-            name: output.name.clone(),
+            name: output.clone(),
             rank: ranks.next().unwrap_or(0),
             optional: false,
             dtype: None,
@@ -217,61 +219,15 @@ fn signature(
     }
 }
 
-/// Every combination of ranks the signature's tensors can have (inputs, then outputs): each
-/// input's declared ranks (0 without `rank`), and for each, the ranks each output's shape rule
-/// gives (0 without one). At most [`MAX_RANK_COMBINATIONS`]; `None` beyond.
-fn rank_combinations(raw: &RawContract, outputs: &[ResolvedOutput]) -> Option<Vec<Vec<usize>>> {
-    let mut inputs: Vec<Vec<usize>> = vec![Vec::new()];
-    for input in &raw.inputs {
-        let ranks = input.rank.as_ref().map_or(0..=0, |r| r.value.ranks());
-        inputs = extend(inputs, |_| ranks.clone())?;
-    }
-    let mut combinations = Vec::new();
-    for input_ranks in inputs {
-        let rank_of = |name: &str| {
-            let at = raw.inputs.iter().position(|i| i.name.value == name);
-            at.and_then(|k| input_ranks.get(k)).copied().unwrap_or(0)
-        };
-        let mut all = vec![input_ranks.clone()];
-        for output in outputs {
-            let ranks = output.shape.as_ref().map_or(0..=0, |s| s.ranks(rank_of));
-            all = extend(all, |_| ranks.clone())?;
-        }
-        combinations.extend(all);
-        if combinations.len() > MAX_RANK_COMBINATIONS {
-            return None;
-        }
-    }
-    Some(combinations)
-}
-
-/// Each of `prefixes` extended by each rank `next` gives for it; `None` past the budget.
-fn extend(
-    prefixes: Vec<Vec<usize>>,
-    next: impl Fn(&[usize]) -> std::ops::RangeInclusive<usize>,
-) -> Option<Vec<Vec<usize>>> {
-    let mut extended = Vec::new();
-    for prefix in prefixes {
-        for rank in next(&prefix) {
-            let mut longer = prefix.clone();
-            longer.push(rank);
-            extended.push(longer);
-            if extended.len() > MAX_RANK_COMBINATIONS {
-                return None;
-            }
-        }
-    }
-    Some(extended)
-}
-
 /// Resolves a contract's semantics (its own, or its op kind's standard ones) against its
-/// outputs' shape rules; `None` when it has neither, or they do not check (the diagnostics say
-/// why).
+/// outputs and the ranks its tensors can have; `None` when it has neither, or they do not
+/// check (the diagnostics say why).
 pub fn resolve(
     raw: &RawContract,
-    outputs: &[ResolvedOutput],
+    shapes: &Shapes,
     source: &Arc<SourceFile>,
 ) -> (Option<Arc<Semantics>>, Vec<Diagnostic>) {
+    let outputs = shapes.outputs.as_slice();
     let (text, origin, map) = match &raw.semantics {
         Some(own) => (
             own.value.clone(),
@@ -298,7 +254,7 @@ pub fn resolve(
         Err(error) => return (None, vec![report(&error)]),
     };
     let standard = matches!(origin, Origin::Standard(_));
-    let Some(combinations) = rank_combinations(raw, outputs) else {
+    let Some(combinations) = &shapes.combinations else {
         return (None, vec![too_many_ranks(raw, source)]);
     };
     // Every dtype some input declares: the gate runs each of them.
@@ -313,7 +269,7 @@ pub fn resolve(
     }
     let mut programs = Vec::new();
     for dtype in dtypes {
-        for ranks in &combinations {
+        for ranks in combinations {
             let signature = signature(raw, outputs, ranks, standard);
             match semantics::check(&ast, &signature, dtype) {
                 Ok(program) => programs.push(Checked {

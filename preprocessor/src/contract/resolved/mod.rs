@@ -14,6 +14,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 mod output_rules;
+mod ranks;
 mod same_as;
 
 /// A parsed, type-checked expression with the text it came from.
@@ -234,7 +235,11 @@ pub fn resolve_expressions(
         }
     }
     contract.resolve_slots(resolver.scope.names());
-    let (semantics, problems) = super::semantic::resolve(raw, &contract.outputs, source);
+    let shapes = super::semantic::Shapes {
+        outputs: contract.outputs.iter().map(|o| o.name.clone()).collect(),
+        combinations: ranks::rank_combinations(raw, &contract.outputs),
+    };
+    let (semantics, problems) = super::semantic::resolve(raw, &shapes, source);
     contract.semantics = semantics;
     resolver.diagnostics.extend(problems);
     (contract, resolver.diagnostics)

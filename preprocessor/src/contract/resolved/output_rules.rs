@@ -173,12 +173,7 @@ impl Resolver<'_> {
     ) -> Option<ShapeRule> {
         let mut inputs = Vec::new();
         for arg in args {
-            let named = match &arg.value.kind {
-                ExprKind::Name(name) if arg.name.is_none() => Some(name),
-                _ => None,
-            };
-            let input = named.and_then(|n| raw.inputs.iter().find(|i| &i.name.value == n));
-            let Some(input) = input else {
+            let Some(input) = named_input(raw, arg) else {
                 let error = ExprError {
                     span: arg.value.span,
                     kind: ExprErrorKind::UnknownName,
@@ -188,7 +183,7 @@ impl Resolver<'_> {
                 self.report_code(rule, 0, &error, Code::BadRule);
                 return None;
             };
-            inputs.push(input.name.value.clone());
+            inputs.push(input);
         }
         if inputs.len() < 2 {
             self.bad_rule(
@@ -211,10 +206,6 @@ impl Resolver<'_> {
         expr: &Expr,
         args: &[expr::Arg],
     ) -> Option<ShapeRule> {
-        let name = |arg: &expr::Arg| match &arg.value.kind {
-            ExprKind::Name(name) if arg.name.is_none() => Some(name.clone()),
-            _ => None,
-        };
         let field = |name: &str| {
             let fields = raw.op_params.iter().flat_map(|p| &p.fields);
             let field = fields.into_iter().find(|f| f.name.value == name)?;
@@ -225,9 +216,9 @@ impl Resolver<'_> {
             self.bad_rule(rule, expr, "`reduce` takes three arguments", usage.to_owned());
             return None;
         };
-        let input = name(x).filter(|n| raw.inputs.iter().any(|i| &i.name.value == n));
-        let list = name(axes).filter(|n| list_field(raw, n));
-        let keep = match (&keepdim.value.kind, name(keepdim)) {
+        let input = named_input(raw, x);
+        let list = named(axes).filter(|n| list_field(raw, n));
+        let keep = match (&keepdim.value.kind, named(keepdim)) {
             (ExprKind::Bool(fixed), _) => Some(Keep::Fixed(*fixed)),
             (_, Some(n)) if field(&n) == Some(ParamKind::Bool) => Some(Keep::Param(n)),
             _ => None,
@@ -257,16 +248,12 @@ impl Resolver<'_> {
         args: &[expr::Arg],
     ) -> Option<ShapeRule> {
         let usage = "write `permuted(x, perm)`: an input and a `Vec<usize>` or `Vec<i64>` field";
-        let name = |arg: &expr::Arg| match &arg.value.kind {
-            ExprKind::Name(name) if arg.name.is_none() => Some(name.clone()),
-            _ => None,
-        };
         let [x, perm] = args else {
             self.bad_rule(rule, expr, "`permuted` takes two arguments", usage.to_owned());
             return None;
         };
-        let input = name(x).filter(|n| raw.inputs.iter().any(|i| &i.name.value == n));
-        let list = name(perm).filter(|n| list_field(raw, n));
+        let input = named_input(raw, x);
+        let list = named(perm).filter(|n| list_field(raw, n));
         let wrong = [
             (input.is_none(), x, "an input of this contract"),
             (list.is_none(), perm, "a list op-param field"),
@@ -300,6 +287,19 @@ impl Resolver<'_> {
         };
         self.report_code(rule, 0, &error, Code::BadRule);
     }
+}
+
+/// The name an argument is, when it is a bare name (`x`, not `x + 1` or `k=x`).
+fn named(arg: &expr::Arg) -> Option<String> {
+    match &arg.value.kind {
+        ExprKind::Name(name) if arg.name.is_none() => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// The input an argument names.
+fn named_input(raw: &RawContract, arg: &expr::Arg) -> Option<String> {
+    named(arg).filter(|n| raw.inputs.iter().any(|i| &i.name.value == n))
 }
 
 /// Whether the op-param field `name` is a list (`Vec<usize>`, `Vec<i64>`).

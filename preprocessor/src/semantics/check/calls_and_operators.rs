@@ -26,39 +26,13 @@ impl Checker<'_> {
                 {
                     return Some(Typed::Bool(Bool::Const(false)));
                 }
-                let tensor = match args {
-                    [arg] => match self.expression(arg)? {
-                        Typed::Tensor(tensor) => Some(tensor),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let Some(tensor) = tensor else {
-                    self.type_error(
-                        span,
-                        "`present` takes one input".to_owned(),
-                        "write `present(bias)`",
-                    );
-                    return None;
-                };
+                let tensor = self.one_tensor(args, span, "`present` takes one input", "write `present(bias)`")?;
                 Some(Typed::Bool(Bool::Present(tensor)))
             }
             "numel" => {
-                let tensor = match args {
-                    [arg] => match self.expression(arg)? {
-                        Typed::Tensor(tensor) => Some(tensor),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let Some(tensor) = tensor else {
-                    self.type_error(
-                        span,
-                        "`numel` takes one tensor".to_owned(),
-                        "write `numel(x)`: the product of `x`'s dims",
-                    );
-                    return None;
-                };
+                let message = "`numel` takes one tensor";
+                let help = "write `numel(x)`: the product of `x`'s dims";
+                let tensor = self.one_tensor(args, span, message, help)?;
                 Some(Typed::Int(Int {
                     kind: IntKind::Numel(tensor),
                     span,
@@ -85,6 +59,21 @@ impl Checker<'_> {
             }
             _ => self.function(name, name_span, args, span),
         }
+    }
+
+    /// The one tensor a call takes (`present(bias)`, `numel(x)`), or the error.
+    fn one_tensor(&mut self, args: &[Expr], span: Span, message: &str, help: &str) -> Option<usize> {
+        let tensor = match args {
+            [arg] => match self.expression(arg)? {
+                Typed::Tensor(tensor) => Some(tensor),
+                _ => None,
+            },
+            _ => None,
+        };
+        if tensor.is_none() {
+            self.type_error(span, message.to_owned(), help);
+        }
+        tensor
     }
 
     fn arity(&mut self, name: &str, count: usize, span: Span) {
