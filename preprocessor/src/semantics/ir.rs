@@ -149,6 +149,14 @@ pub enum IntKind {
         component: usize,
         width: usize,
     },
+    /// Component `component` of `along(i, axis, t)`: the whole index `i` with its component
+    /// `axis` (known on a run) replaced by `t` — every element along one axis.
+    Along {
+        index: Vec<Int>,
+        axis: Box<Int>,
+        value: Box<Int>,
+        component: usize,
+    },
 }
 
 /// Which component of the whole index a reduced index's component `component` takes (`None`: a

@@ -415,3 +415,50 @@ fn broadcast_and_permuted_whole_indices() {
     let error = run(&program, &inputs, &Rounded::default(), false).unwrap_err();
     assert!(error.message.contains("does not broadcast"), "{}", error.message);
 }
+
+/// `x[along(i, axis, t)]` walks one axis through the whole index `i` at any rank; a rank-1 whole
+/// index is its one variable (`i[0]` is `i`), and a rank-0 one runs its whole body once.
+#[test]
+fn along_walks_an_axis_at_every_rank() {
+    const CUMSUM: &str = "for i in out:\n  acc: T = -0.0\n  for t in 0..i[axis % x.rank] + 1:\n    acc += x[along(i, axis % x.rank, t)]\n  out[i] = acc\n";
+    let signature = |rank| Signature {
+        inputs: vec![tensor("x", rank, false)],
+        outputs: vec![tensor("out", rank, false)],
+        params: vec![param("axis", None)],
+        undeclared_absent: false,
+    };
+    let run_at = |rank: usize, dims: Vec<usize>, axis: i64| {
+        let values: Vec<f64> = (1..=dims.iter().product::<usize>()).map(|v| v as f64).collect();
+        let program = compile(CUMSUM, &signature(rank), DType::F64);
+        let inputs = [Some((dims.clone(), values))];
+        let params = [ParamValue::Int(axis)];
+        let on = Inputs {
+            inputs: &inputs,
+            outputs: &[dims],
+            params: &params,
+            dtype: DType::F64,
+        };
+        run(&program, &on, &Rounded::default(), false).map(|r| r.outputs[0].clone())
+    };
+    assert_eq!(run_at(2, vec![2, 3], -1).unwrap(), vec![1.0, 3.0, 6.0, 4.0, 9.0, 15.0]);
+    assert_eq!(run_at(2, vec![2, 3], 0).unwrap(), vec![1.0, 2.0, 3.0, 5.0, 7.0, 9.0]);
+    assert_eq!(run_at(1, vec![3], 0).unwrap(), vec![1.0, 3.0, 6.0]);
+    // rank 0: `axis % 0` divides by zero, located in the pseudo-code
+    assert!(run_at(0, vec![], 0).unwrap_err().message.contains("division by zero"));
+    // a rank-0 body of several statements runs whole (it used to keep only the last)
+    let two = Signature {
+        inputs: vec![tensor("x", 0, false)],
+        outputs: vec![tensor("out", 0, false)],
+        params: Vec::new(),
+        undeclared_absent: false,
+    };
+    let program = compile("for i in out:\n  v: f64 = x[i]\n  out[i] = v * 2\n", &two, DType::F64);
+    let inputs = [Some((vec![], vec![1.5]))];
+    let on = Inputs {
+        inputs: &inputs,
+        outputs: &[vec![]],
+        params: &[],
+        dtype: DType::F64,
+    };
+    assert_eq!(run(&program, &on, &Rounded::default(), false).unwrap().outputs[0], vec![3.0]);
+}

@@ -39,8 +39,8 @@
 //! its op-param fields (`groups`, `stride[0]`), loop variables, locals, `true`, `false`, `inf`,
 //! `nan`. Functions: `exp log sqrt rsqrt tanh erf abs max min` on values (`max`/`min` of
 //! indices too), `select(cond, a, b)`, `cast(v, dtype)`, `present(input)`, `isnan(v)`,
-//! `numel(t)` (a tensor's element count), and `reduced(i, axes, keepdim)` as a tensor's only
-//! index (the element a reduction writes for the whole index `i`).
+//! `numel(t)` (a tensor's element count), and as a tensor's only index the whole indices
+//! `broadcast(o)`, `permuted(i, perm)`, `along(i, axis, t)` and `reduced(i, axes, keepdim)`.
 
 pub mod ast;
 mod check;

@@ -1,6 +1,6 @@
 //! The rule-level forms of an output: `dtype_rule: passthrough(INPUT)`, and the shape rules
-//! `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b, …)`, `reduce(x, axes,
-//! keepdim)`, `permuted(x, perm)` and `from_params(…)`.
+//! `conv2d(params)`, `conv_transpose2d(params)`, `same(x)`, `broadcast(a, b, …)`, `reduce(x,
+//! axes, keepdim)`, `permuted(x, perm)` and `from_params(…)`.
 
 use super::{Keep, ResolvedOutput, Resolver, SHAPE_FUNCTION_CARRIERS, ShapeRule, type_words};
 use crate::contract::raw::{RawContract, RawOutput};
@@ -75,11 +75,14 @@ impl Resolver<'_> {
             ExprKind::Call { name, args, .. } if name == "permuted" => {
                 self.permuted_rule(raw, rule, &expr, args)
             }
+            ExprKind::Call { name, args, .. } if name == "same" => {
+                self.same_rule(raw, rule, &expr, args)
+            }
             _ => {
                 self.bad_rule(
                     rule,
                     &expr,
-                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)`, `broadcast(a, b)`, `reduce(x, axes, keepdim)`, `permuted(x, perm)` or `from_params(…)`",
+                    "a shape rule is `conv2d(params)`, `conv_transpose2d(params)`, `same(x)`, `broadcast(a, b)`, `reduce(x, axes, keepdim)`, `permuted(x, perm)` or `from_params(…)`",
                     "write `from_params(N=…, C=…, …)` with one expression per dimension".to_owned(),
                 );
                 None
@@ -236,6 +239,28 @@ impl Resolver<'_> {
             input,
             axes,
             keepdim,
+        })
+    }
+
+    /// `same(x)`: an input's shape (the broadcast of that one shape).
+    fn same_rule(
+        &mut self,
+        raw: &RawContract,
+        rule: &Located<String>,
+        expr: &Expr,
+        args: &[expr::Arg],
+    ) -> Option<ShapeRule> {
+        let input = match args {
+            [x] => named_input(raw, x),
+            _ => None,
+        };
+        let Some(input) = input else {
+            let help = format!("write `same({})`", first_input(raw));
+            self.bad_rule(rule, expr, "`same` takes one input, by name", help);
+            return None;
+        };
+        Some(ShapeRule::Broadcast {
+            inputs: vec![input],
         })
     }
 

@@ -38,11 +38,11 @@ impl Checker<'_> {
                     span,
                 }))
             }
-            "reduced" => {
+            "reduced" | "broadcast" | "permuted" | "along" => {
                 self.type_error(
                     span,
-                    "`reduced(i, axes, keepdim)` is a whole index".to_owned(),
-                    "use it as a tensor's only index: `out[reduced(i, axes, keepdim)] += x[i]`",
+                    format!("`{name}(…)` is a whole index"),
+                    "use it as a tensor's only index: `out[reduced(i, axes, keepdim)] += x[i]`, `a[broadcast(o)]`, `out[permuted(i, perm)]`, `x[along(i, axis, t)]`",
                 );
                 None
             }

@@ -22,6 +22,7 @@ impl Checker<'_> {
                 "reduced" => return self.reduced(args, rank, single.span),
                 "broadcast" => return self.broadcast(args, tensor, single.span),
                 "permuted" => return self.permuted(args, rank, single.span),
+                "along" => return self.along(args, rank, single.span),
                 _ => {}
             }
         }
@@ -125,6 +126,36 @@ impl Checker<'_> {
                     span: perm.span,
                 }),
                 options: index.clone(),
+            },
+            span,
+        };
+        Some((0..width).map(component).collect())
+    }
+
+    /// `along(i, axis, t)` as the whole index of a tensor of rank `width`: `i` (of that rank)
+    /// with its component `axis` replaced by `t`.
+    fn along(&mut self, args: &[Expr], width: usize, span: Span) -> Option<Vec<Int>> {
+        let usage = "write `x[along(i, axis, t)]`: a whole index of `x`'s rank, an axis and a position on it";
+        let [i, axis, t] = args else {
+            self.type_error(span, "`along` takes three arguments".to_owned(), usage);
+            return None;
+        };
+        let index = self.whole_index(i, usage)?;
+        if index.len() != width {
+            self.type_error(
+                i.span,
+                format!("this index has {} axes; the tensor has rank {width}", index.len()),
+                usage,
+            );
+            return None;
+        }
+        let (axis, value) = (self.index(axis)?, self.index(t)?);
+        let component = |component| Int {
+            kind: IntKind::Along {
+                index: index.clone(),
+                axis: Box::new(axis.clone()),
+                value: Box::new(value.clone()),
+                component,
             },
             span,
         };
@@ -397,6 +428,8 @@ impl Checker<'_> {
                 let options = (first..first + rank).map(IntKind::Slot);
                 self.element(indices, options.collect(), span)
             }
+            // the whole index of a rank-1 tensor is its one variable: `i[0]` is `i`
+            Typed::Int(int) if base.as_name().is_some() => self.element(indices, vec![int.kind], span),
             Typed::Tuple(param, width) => {
                 let options = (0..width).map(|element| IntKind::Param {
                     param,

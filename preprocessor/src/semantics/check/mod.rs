@@ -118,7 +118,7 @@ struct Checker<'s> {
 const CONSTANTS: &[&str] = &["true", "false", "inf", "nan"];
 const FUNCTIONS: &[&str] = &[
     "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "abs", "max", "min", "select", "cast", "present",
-    "isnan", "numel", "reduced",
+    "isnan", "numel", "reduced", "broadcast", "permuted", "along",
 ];
 
 impl<'s> Checker<'s> {

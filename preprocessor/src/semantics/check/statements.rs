@@ -118,6 +118,14 @@ impl Checker<'_> {
             .any(|op| updates_across(op, &self.val_depths, self.loop_depth));
         self.loop_depth -= depth;
         self.scopes.pop();
+        if loops.is_empty() {
+            // the whole index of a rank-0 tensor: no loop, the body runs once
+            return Some(Op::If {
+                cond: Bool::Const(true),
+                then: inner,
+                otherwise: Vec::new(),
+            });
+        }
         for (level, (var, lo, hi)) in loops.into_iter().enumerate().rev() {
             let innermost = inner;
             inner = vec![Op::For {

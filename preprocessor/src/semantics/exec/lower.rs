@@ -193,6 +193,21 @@ impl<A: Arith> Lower<'_, '_, A> {
                 );
                 return self.component(index, source.map_err(|_| Bail)?);
             }
+            IntKind::Along {
+                index,
+                axis,
+                value,
+                component,
+            } => {
+                let IE::Const(axis) = self.int(axis)?.0 else {
+                    return Err(Bail);
+                };
+                let axis = usize::try_from(axis).ok().filter(|a| *a < index.len());
+                return match axis.ok_or(Bail)? == *component {
+                    true => self.int(value),
+                    false => self.int(index.get(*component).ok_or(Bail)?),
+                };
+            }
             IntKind::Broadcast {
                 index,
                 tensor,

@@ -115,7 +115,10 @@ pub(super) fn fixed(e: &Int) -> bool {
         IntKind::Min(items) | IntKind::Max(items) => items.iter().all(fixed),
         IntKind::Pick { index, options } => fixed(index) && options.iter().all(fixed),
         IntKind::Numel(_) => true,
-        IntKind::Element { .. } | IntKind::Reduced { .. } | IntKind::Broadcast { .. } => false,
+        IntKind::Element { .. }
+        | IntKind::Reduced { .. }
+        | IntKind::Broadcast { .. }
+        | IntKind::Along { .. } => false,
     }
 }
 

@@ -299,7 +299,8 @@ impl Planner {
             IntKind::Pick { .. }
             | IntKind::Element { .. }
             | IntKind::Reduced { .. }
-            | IntKind::Broadcast { .. } => {
+            | IntKind::Broadcast { .. }
+            | IntKind::Along { .. } => {
                 return None;
             }
             IntKind::Neg(a) => {

@@ -223,6 +223,25 @@ impl<A: Arith> Frame<'_, A> {
                 component,
                 ..
             } => self.broadcast(e.span, index, *tensor, *component)?,
+            IntKind::Along {
+                index,
+                axis,
+                value,
+                component,
+            } => {
+                let at = self.int(axis)?;
+                if !usize::try_from(at).is_ok_and(|a| a < index.len()) {
+                    return Err(Box::new(SemanticsError::run(
+                        axis.span,
+                        format!("axis {at} is outside 0..{}", index.len()),
+                        "constrain the axis to the tensor's rank; a negative one: `axis % x.rank`",
+                    )));
+                }
+                match usize::try_from(at) == Ok(*component) {
+                    true => self.int(value)?,
+                    false => self.whole_component(index, Some(*component))?,
+                }
+            }
             IntKind::Pick { index, options } => {
                 let at = self.int(index)?;
                 let option = usize::try_from(at).ok().and_then(|i| options.get(i));

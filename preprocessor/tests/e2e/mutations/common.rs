@@ -190,19 +190,19 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
         "q / x.dim[1]",
         "FKC0409",
     ),
-    // a wrong axis: the negative axis taken from the front
+    // a wrong axis: the negative axis taken from the front (-1 as axis 0)
     (
         "softmax",
-        "if axis % 2 == 0:",
+        "s += exp(x[along(i, axis % x.rank, t)] - m)",
         0,
-        "if axis == 0 || axis == -1:",
+        "s += exp(x[along(i, max(axis, -1 - axis), t)] - m)",
         "FKC0409",
     ),
     (
         "cumsum",
-        "if axis % 2 == 0:",
+        "acc += x[along(i, axis % x.rank, t)]",
         0,
-        "if axis == 0 || axis == -1:",
+        "acc += x[along(i, max(axis, -1 - axis), t)]",
         "FKC0409",
     ),
     // the enumeration's values swapped
@@ -258,9 +258,17 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
     // an order the kernel does not keep: the running sum claimed from the other end
     (
         "cumsum",
-        "for t in 0..i + 1:\n        acc += x[t, j]",
+        "acc += x[along(i, axis % x.rank, t)]",
         0,
-        "for t in 0..i + 1:\n        acc += x[i - t, j]",
+        "acc += x[along(i, axis % x.rank, i[axis % x.rank] - t)]",
+        "FKC0409",
+    ),
+    // the tanh approximation claimed for the erf form
+    (
+        "gelu",
+        "(1 + erf(v / 1.4142135623730951))",
+        0,
+        "(1 + tanh(v * 0.7978845608028654 * (1 + 0.044715 * v * v)))",
         "FKC0409",
     ),
     // integer arithmetic: the wrap claimed as saturation, the saturation as a wrap, an
