@@ -5,6 +5,7 @@ use super::constraints::Verdict;
 use super::run::{Outcome, Runs, call};
 use super::sample::{Rng, Sample};
 use super::{Admitted, Breaking, Gate, VerifyOptions};
+use crate::contract::raw::RawContract;
 use crate::diag::Code;
 use crate::providers::Kernel;
 use fkc_provider::DType;
@@ -30,6 +31,35 @@ type Condition<'a> = dyn Fn(&Sample, &[Vec<i64>]) -> bool + 'a;
 /// Candidates tried to find an admitted sample meeting a condition none of the drawn ones meets
 /// (a fast path's `when`, an `||` alternative alone).
 const CONDITION_SEARCH: usize = 3000;
+
+/// For the inputs that declare several ranks, the ranks the admitted samples have: `; ranks
+/// admitted: x 1 to 4 (of any)`, so a rank the constraints never admit is not claimed as
+/// checked. Empty when every input has one rank.
+pub(super) fn ranks_admitted(raw: &RawContract, admitted: &Admitted) -> String {
+    let ranged = raw.inputs.iter().filter_map(|input| {
+        let declared = input.rank.as_ref()?.value;
+        if declared.single().is_some() {
+            return None;
+        }
+        let name = &input.name.value;
+        let mut ranks: Vec<usize> = admitted
+            .iter()
+            .filter_map(|(sample, _)| Some(sample.dims(name)?.len()))
+            .collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let listed: Vec<String> = ranks.iter().map(usize::to_string).collect();
+        Some(format!("`{name}` {} (of {declared})", listed.join(", ")))
+    });
+    let ranged: Vec<String> = ranged.collect();
+    if ranged.is_empty() {
+        return String::new();
+    }
+    format!("; ranks admitted: {}", ranged.join("; "))
+}
+
+/// Fresh candidates searched for an admitted sample with an input at a rank none has yet.
+const RANK_SEARCH: usize = 400;
 
 /// Fresh candidates searched for a sample the constraints admit but a `broadcast` or `reduce`
 /// shape rule cannot shape.
@@ -245,6 +275,37 @@ impl Gate<'_> {
         }
     }
 
+    /// Every rank an input declares (`rank: any`, a range) in some admitted sample, where the
+    /// constraints admit it: fresh draws searched for each rank the drawn samples lack.
+    fn cover_ranks(&self, dtype: DType, rng: &mut Rng, admitted: &mut Admitted) {
+        for input in &self.raw.inputs {
+            let Some(declared) = input.rank.as_ref().map(|r| r.value) else {
+                continue;
+            };
+            if declared.single().is_some() {
+                continue;
+            }
+            let name = input.name.value.as_str();
+            let rank_of = |s: &Sample| s.dims(name).map(<[i64]>::len);
+            for rank in declared.ranks() {
+                if admitted.iter().any(|(s, _)| rank_of(s) == Some(rank)) {
+                    continue;
+                }
+                let found = (0..RANK_SEARCH).find_map(|_| {
+                    let candidate = self.domain.draw(rng);
+                    if rank_of(&candidate) != Some(rank) {
+                        return None;
+                    }
+                    match self.domain.verdict(&candidate, dtype) {
+                        Verdict::Admitted { outputs } => Some((candidate, outputs)),
+                        _ => None,
+                    }
+                });
+                admitted.extend(found);
+            }
+        }
+    }
+
     /// Draws admitted samples and samples breaking exactly one constraint.
     pub(super) fn draw(&self, dtype: DType, options: VerifyOptions) -> (Admitted, Breaking) {
         let mut rng = Rng::new(options.seed);
@@ -293,6 +354,7 @@ impl Gate<'_> {
         self.add_edge_samples(dtype, &mut admitted, quota);
         self.cover_conditions(dtype, &mut rng, &mut admitted);
         self.cover_optional_inputs(dtype, &mut admitted);
+        self.cover_ranks(dtype, &mut rng, &mut admitted);
         self.break_by_moving_one_variable(dtype, &admitted, &mut breaking, constraints, quota);
         (admitted, breaking)
     }

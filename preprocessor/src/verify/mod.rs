@@ -132,10 +132,11 @@ pub fn verify(
     gate.evidence.rows.push((
         "domain".to_owned(),
         format!(
-            "{} admitted samples, {} samples breaking one constraint (seed {:#x})",
+            "{} admitted samples, {} samples breaking one constraint (seed {:#x}){}",
             admitted.len(),
             breaking.len(),
-            options.seed
+            options.seed,
+            domain::ranks_admitted(raw, &admitted)
         ),
     ));
     let mut ran = Vec::new();
