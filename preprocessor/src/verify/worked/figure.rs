@@ -315,7 +315,14 @@ fn sum_sentence(traced: &Traced, focus: Focus, parts: &[Part]) -> String {
                 ", divided by {by}: {}, which the kernel returned",
                 number(result)
             )),
-            None => sentence.push_str(&format!("; the kernel returned {}", number(result))),
+            // not a sum of its reads (a normalisation): name them, claim no total
+            None => {
+                sentence = format!(
+                    "`{target}` is computed from {}, in the semantics' order but not as their sum; the kernel returned {}",
+                    written.replace(" + ", ", "),
+                    number(result)
+                );
+            }
         }
     }
     sentence.push('.');

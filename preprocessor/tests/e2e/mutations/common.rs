@@ -180,6 +180,21 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
         "+ prod(out.dim)",
         "FKC0407",
     ),
+    // layer_norm's costs: the weight's multiplications, or the bias's traffic, forgotten
+    (
+        "layer_norm",
+        " + min(prod(weight.dim), 1)",
+        0,
+        "",
+        "FKC0407",
+    ),
+    (
+        "layer_norm",
+        " + prod(bias.dim) + prod(out.dim)",
+        0,
+        " + prod(out.dim)",
+        "FKC0407",
+    ),
     // an accumulator too narrow: layer_norm's sums claimed in the dtype
     ("layer_norm", "s: f64 = 0", 0, "s: T = 0", "FKC0409"),
     // eps ignored by the semantics

@@ -54,7 +54,7 @@ fn a_short_element_says_why() {
     let figure = draw(&traced, Focus::Gather { tensor: 3, flat: 1 }, Combine::Sum);
     assert_eq!(
         figure.sentence,
-        "`out[0, 1]` = 9·3 = 27; the kernel returned 0. It has 1 term where other elements of `out` have up to 3: the semantics' conditions skip the others here."
+        "`out[0, 1]` is computed from 9·3, in the semantics' order but not as their sum; the kernel returned 0. It has 1 term where other elements of `out` have up to 3: the semantics' conditions skip the others here."
     );
     // Read at the border of its plane, the missing terms are reads past the edge.
     let mut edge = dilated();
