@@ -1,7 +1,7 @@
 //! `mdbook-fkc repro`: one sample of one contract run again through the check that reported it,
 //! with the operand seed it used, by the gate's own code ([`Gate::replay`]).
 
-use super::sample::{Rng, Sample};
+use super::sample::{Param, Rng, Sample};
 
 use super::constraints::Verdict;
 use super::shrink::{Check, Keep, Replay};
@@ -12,7 +12,7 @@ use crate::diag::Diagnostic;
 use crate::import::Import;
 use crate::providers::Provider;
 use crate::source::SourceFile;
-use fkc_provider::DType;
+use fkc_provider::{DType, ParamKind};
 use std::sync::Arc;
 
 /// One sample to run again: in which dtype, with which operand seed, through which check.
@@ -197,9 +197,10 @@ impl Gate<'_> {
         }
     }
 
-    /// `given` checked against the contract's inputs and parameters (same names, order, ranks
-    /// and tuple lengths), with each absent input given dims of ones. An absent input must be
-    /// optional, except for `--check required`, which runs a call without a required one.
+    /// `given` checked against the contract's inputs and parameters (same names and order, a
+    /// rank the input declares, a tuple's length), with each absent input given dims of ones. An
+    /// absent input must be optional, except for `--check required`, which runs a call without
+    /// a required one.
     fn fitted(&self, given: &Sample, check: Check) -> Result<Sample, ReproError> {
         let template = self.domain.draw(&mut Rng::new(0));
         let names = |s: &Sample| {
@@ -224,16 +225,28 @@ impl Gate<'_> {
             if !*present {
                 *dims = vec![1; shape.len()];
             }
-            if dims.len() != shape.len() {
-                let rank = shape.len();
+            let declared = self.raw.inputs.iter().find(|i| i.name.value == *name);
+            let rank = declared.and_then(|i| i.rank.as_ref()).map(|r| r.value);
+            let fits = match rank {
+                // `any` is sampled up to ANY_RANK_SAMPLED, but a reproduction may take any rank
+                Some(r) if r.any => dims.len() <= crate::contract::raw::MAX_RANK,
+                Some(r) => r.ranks().contains(&dims.len()),
+                None => dims.len() == shape.len(),
+            };
+            if !fits {
+                let rank = rank.map_or(shape.len().to_string(), |r| r.to_string());
                 return Err(ReproError::Mismatch(format!("`{name}` has rank {rank}")));
             }
         }
+        // A tuple has its kind's length; a list (`Vec<…>`) any length.
+        let kinds: Vec<ParamKind> = self.domain.drawn_params().map(|(_, kind)| kind).collect();
         let lengths = |s: &Sample| {
             s.params
                 .iter()
-                .map(|(_, p)| match p {
-                    super::sample::Param::Ints(vs) => Some(vs.len()),
+                .zip(&kinds)
+                .map(|((_, p), kind)| match (p, kind) {
+                    (Param::Ints(_), ParamKind::UsizeList | ParamKind::I64List) => Some(None),
+                    (Param::Ints(vs), _) => Some(Some(vs.len())),
                     _ => None,
                 })
                 .collect::<Vec<_>>()

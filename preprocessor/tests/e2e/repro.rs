@@ -329,3 +329,34 @@ fn repro_usage_errors_exit_2() {
     assert_eq!(help.status.code(), Some(0));
     assert!(stdout(&help).contains("Usage: mdbook-fkc repro FILE:LINE"));
 }
+
+/// A contract of `rank: any` reproduces a sample at any rank, the sampled ones and beyond, with
+/// a list of any length; a parameter of the wrong form is a usage error.
+#[test]
+fn any_rank_and_lists_of_any_length_are_reproduced() {
+    let common = std::fs::read_to_string(repo_root().join("book/contracts/common.md")).unwrap();
+    let line = common
+        .lines()
+        .position(|l| l == "kernel: reduce_sum")
+        .unwrap();
+    let at = format!("book/contracts/common.md:{line}");
+    let run = |sample: &str| {
+        let out = fkc(
+            &["repro", &at, "--dtype", "F32", "--sample", sample],
+            &repo_root(),
+        );
+        (out.status.code(), stdout(&out), stderr(&out))
+    };
+    for sample in [
+        "x: [2, 3], axes = (0), keepdim = false",
+        "x: [2, 3, 1, 1, 1, 1], axes = (0, -1, 3), keepdim = true",
+        "x: [], axes = (), keepdim = false",
+    ] {
+        let (code, out, err) = run(sample);
+        assert_eq!(code, Some(0), "{sample}: {out}{err}");
+        assert!(out.contains("passes"), "{sample}: {out}");
+    }
+    let (code, _, err) = run("x: [2, 3], axes = 1, keepdim = false");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("the parameters are written like"), "{err}");
+}
