@@ -227,14 +227,19 @@ impl Gate<'_> {
             }
             let declared = self.raw.inputs.iter().find(|i| i.name.value == *name);
             let rank = declared.and_then(|i| i.rank.as_ref()).map(|r| r.value);
-            let fits = match rank {
-                // `any` is sampled up to ANY_RANK_SAMPLED, but a reproduction may take any rank
-                Some(r) if r.any => dims.len() <= crate::contract::raw::MAX_RANK,
-                Some(r) => r.ranks().contains(&dims.len()),
-                None => dims.len() == shape.len(),
-            };
+            // Only the ranks the semantics were checked at: beyond them no program runs, and a
+            // reproduction would pass without its values compared.
+            let fits = rank.map_or(dims.len() == shape.len(), |r| {
+                r.ranks().contains(&dims.len())
+            });
             if !fits {
-                let rank = rank.map_or(shape.len().to_string(), |r| r.to_string());
+                let rank = match rank {
+                    Some(r) if r.any => {
+                        format!("{} to {} (`rank: any` is checked there)", r.min, r.max)
+                    }
+                    Some(r) => r.to_string(),
+                    None => shape.len().to_string(),
+                };
                 return Err(ReproError::Mismatch(format!("`{name}` has rank {rank}")));
             }
         }
