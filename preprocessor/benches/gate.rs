@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 const FRONT: &str = "---\nfkc_version: 1\nprovider:\n  name: fuel-reference-backend\n  backend: Cpu\n  kernel_source: \"reference-oracle\"\n  link_registry: bench::REGISTRY\n  revision_base: bench\n---\n";
 
-/// Contract `i` of the generated book: the seed's pooling contract with its own name and bounds.
+/// Contract `i` of the generated book: the seed's pooling contract (its op kind's semantics the
+/// value oracle, its costs checked) with its own name and bounds.
 fn contract(i: usize) -> String {
     format!(
-        "```fkc\nkernel: pool_{i}\nregistrable: false\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"bench::pool_{i}_f32\"\naccept:\n  inputs:\n    - {{ name: x, dtypes: [F32, F64, BF16, F16], rank: 4, shape_constraint: \"x.dim[0] <= {}\" }}\nop_params:\n  fields:\n    kernel_size: {{ kind: usize, constraint: \"kernel_size > 0 && kernel_size <= x.dim[2] && kernel_size <= x.dim[3]\" }}\n    stride: {{ kind: usize, constraint: \"stride > 0\" }}\nreturn:\n  outputs:\n    - {{ name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }}\ncost:\n  flops: \"out.dim[0] * out.dim[1] * out.dim[2] * out.dim[3] * kernel_size * kernel_size\"\n  memory: {{ host_bytes: \"out.dim[0]*out.dim[1]*out.dim[2]*out.dim[3] * dtype_bytes\" }}\nprecision:\n  max_ulp: 0\n  nan: ignore\ndeterminism: same_hardware_bitwise\n```\n",
+        "```fkc\nkernel: pool_{i}\nop_kind: MaxPool2D\nregistrable: false\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"bench::pool_{i}_f32\"\naccept:\n  inputs:\n    - {{ name: x, dtypes: [F32, F64, BF16, F16], rank: 4, shape_constraint: \"x.dim[0] <= {}\" }}\nop_params:\n  fields:\n    kernel_size: {{ kind: usize, constraint: \"kernel_size > 0 && kernel_size <= x.dim[2] && kernel_size <= x.dim[3]\" }}\n    stride: {{ kind: usize, constraint: \"stride > 0\" }}\nreturn:\n  outputs:\n    - {{ name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }}\ncost:\n  flops: \"out.dim[0] * out.dim[1] * out.dim[2] * out.dim[3] * kernel_size * kernel_size\"\n  bytes_moved: \"(x.dim[0]*x.dim[1]*x.dim[2]*x.dim[3] + out.dim[0]*out.dim[1]*out.dim[2]*out.dim[3]) * dtype_bytes\"\n  memory: {{ host_bytes: \"out.dim[0]*out.dim[1]*out.dim[2]*out.dim[3] * dtype_bytes\" }}\nprecision:\n  max_ulp: 0\n  nan: ignore\ndeterminism: same_hardware_bitwise\n```\n",
         6 + i % 5
     )
 }
@@ -79,6 +80,15 @@ fn check_generated(chapters: &[(String, String)], cache: Option<Cache>) -> Durat
             .collect();
         assert!(errors.is_empty(), "failed: {errors:?}");
         assert_eq!(report.contracts.len(), 10);
+        // The bench times the whole gate: every claim checked, the values by the semantics.
+        for contract in &report.contracts {
+            assert!(
+                contract.unchecked.is_empty(),
+                "{}: unchecked {:?}",
+                contract.kernel,
+                contract.unchecked
+            );
+        }
     }
     started.elapsed()
 }

@@ -213,6 +213,8 @@ impl Domain<'_> {
 
     /// Sets the dims equality constraints tie (of input `only`, or of every present input).
     fn tie(&self, candidate: &mut Sample, only: Option<&str>, dtype: DType) {
+        // The bindings of the candidate as it stands, rebuilt only after a dim changed.
+        let mut bound: Option<Bindings> = None;
         for (_, constraint) in &self.contract.input_constraints {
             let expr::ExprKind::Binary {
                 op: expr::BinOp::Eq,
@@ -232,16 +234,18 @@ impl Domain<'_> {
                 let Some((name, axis)) = target else {
                     continue;
                 };
-                let bindings = self.bindings(candidate, dtype);
-                let value = expr::eval(other, &bindings).ok().and_then(|v| v.as_int());
+                let bindings = bound.get_or_insert_with(|| self.bindings(candidate, dtype));
+                let value = expr::eval(other, bindings).ok().and_then(|v| v.as_int());
                 if let Some(value) = value.filter(|v| (1..=MAX_VALUE).contains(v))
                     && let Some(slot) = candidate
                         .inputs
                         .iter_mut()
                         .find(|(n, _, _)| *n == name)
                         .and_then(|(_, dims, _)| dims.get_mut(axis))
+                    && *slot != value
                 {
                     *slot = value;
+                    bound = None;
                 }
                 break;
             }

@@ -2,7 +2,8 @@
 //! drawn with a seed of their own (so the page does not change with the gate's seed), each
 //! optional input also tried present, plus the gate's admitted samples, then their
 //! neighbours (one variable moved) twice over — a tightly constrained domain has few
-//! admitted draws; only admitted, small ones, smallest first. And the moves both make on a
+//! admitted draws, so the moves stop once the pool is large enough; only admitted, small
+//! ones, smallest first. And the moves both make on a
 //! sample: one variable changed, with the dims that the contract ties to others
 //! (`b.dim[0] == w.dim[0]`) following.
 
@@ -21,6 +22,9 @@ const MAX_ELEMENTS: i64 = 160;
 /// Rounds of neighbour moves, each from at most [`FRONTIER`] of the samples the last found.
 const ROUNDS: usize = 2;
 const FRONTIER: usize = 48;
+/// A pool this large takes no more moves: the example ranks a fraction of it (evenly spaced
+/// in size), so more samples would only cost time.
+const ENOUGH: usize = 4 * super::example::RANKED;
 
 /// Admitted samples of at most [`MAX_ELEMENTS`] input elements, smallest first.
 pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Sample> {
@@ -36,12 +40,17 @@ pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Samp
     // A sample drawn again gives nothing new: its optional inputs were tried the first time.
     let mut drawn_before = HashSet::new();
     let all = drawn.iter().chain(admitted.iter().copied());
+    // Making an optional input present only adds elements: a sample too large without it
+    // stays too large.
     let mut frontier: Vec<Sample> = all
-        .filter(|s| drawn_before.insert(key(s)))
+        .filter(|s| s.elements() <= MAX_ELEMENTS && drawn_before.insert(key(s)))
         .flat_map(|s| with_optionals(domain, s, dtype))
         .filter_map(|s| found.add(s))
         .collect();
     for _ in 0..ROUNDS {
+        if found.pool.len() >= ENOUGH {
+            break;
+        }
         let next: Vec<Sample> = spread(&frontier, FRONTIER)
             .iter()
             .flat_map(|s| found.moves(s))
@@ -66,9 +75,9 @@ struct Found<'d, 'a> {
 
 /// What tells samples of one domain apart: what [`Sample::describe`] writes, without the
 /// names (the same in every sample of a domain) and without formatting a string.
-type Key = (Vec<Option<Vec<i64>>>, Vec<Param>);
+pub type Key = (Vec<Option<Vec<i64>>>, Vec<Param>);
 
-fn key(sample: &Sample) -> Key {
+pub fn key(sample: &Sample) -> Key {
     let inputs = sample.inputs.iter();
     let dims = inputs.map(|(_, dims, present)| present.then(|| dims.clone()));
     let params = sample.params.iter().map(|(_, param)| param.clone());

@@ -19,11 +19,13 @@ use crate::semantics::float::NanPolicy;
 use crate::semantics::ir::{Func, IntKind, Op, Origin, Program, Val, ValKind};
 use crate::semantics::{Approx, Kinds};
 use fkc_provider::{AnyTensor, DType, Operand};
+use std::cell::RefCell;
 use std::cmp::Reverse;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Candidates ranked on their trace (evenly spaced in size).
-const RANKED: usize = 240;
+pub const RANKED: usize = 80;
 /// Rounds of single moves that improve the best candidates, and how many are improved.
 const CLIMB: usize = 3;
 const CLIMBERS: usize = 1;
@@ -138,6 +140,7 @@ pub fn run(
         kernel,
         dtype,
         style,
+        ranked: Default::default(),
     };
     let pool = candidates::spread(pool, RANKED);
     let mut ranked: Vec<(i64, usize)> = pool
@@ -173,6 +176,8 @@ struct On<'d, 'k> {
     kernel: &'k Kernel<'k>,
     dtype: DType,
     style: Style,
+    /// Every rank computed so far, by sample: a climb meets the same samples again.
+    ranked: RefCell<HashMap<candidates::Key, Option<i64>>>,
 }
 
 /// Each kernel input's values (`None` when absent), in the kernel's operand order.
@@ -182,6 +187,17 @@ impl On<'_, '_> {
     /// How well a sample's best element shows the computation, and how readable its figure
     /// is; `None` when it has no element worth tracing.
     fn rank(&self, sample: &Sample) -> Option<i64> {
+        let key = candidates::key(sample);
+        if let Some(rank) = self.ranked.borrow().get(&key) {
+            return *rank;
+        }
+        let rank = self.rank_afresh(sample);
+        self.ranked.borrow_mut().insert(key, rank);
+        rank
+    }
+
+    /// [`On::rank`], computed.
+    fn rank_afresh(&self, sample: &Sample) -> Option<i64> {
         let values = self.fill(sample);
         let (traced, _) = self.trace(sample, &values)?;
         let (focus, score) = traced.choose(self.style.scatter)?;

@@ -122,33 +122,38 @@ impl Traced {
     /// The steps of the traced element, in order: for a gather the element's own steps; for
     /// a scatter every step that read the element, by output element in row-major order.
     pub fn parts(&self, focus: Focus) -> Vec<Part> {
-        match focus {
-            Focus::Gather { tensor, flat } => {
-                let output = self.outputs.iter().position(|t| *t == tensor);
-                let steps = output
-                    .and_then(|o| self.traces.get(o))
-                    .and_then(|elements| elements.get(flat));
-                steps
-                    .into_iter()
-                    .flatten()
-                    .map(|step| Part {
-                        reads: step.reads.clone(),
-                        value: step.value,
-                        lands: None,
-                    })
-                    .collect()
-            }
-            Focus::Scatter { tensor, flat } => self
-                .scattered(tensor)
-                .into_iter()
-                .nth(flat)
-                .unwrap_or_default(),
-        }
+        let (tensor, flat) = focus.element();
+        let steps = match focus {
+            Focus::Gather { .. } => self.gathered(tensor).into_iter().nth(flat),
+            Focus::Scatter { .. } => self.scattered(tensor).into_iter().nth(flat),
+        };
+        steps
+            .unwrap_or_default()
+            .into_iter()
+            .map(|step| Part {
+                reads: step.reads.to_vec(),
+                value: step.value,
+                lands: step.lands,
+            })
+            .collect()
+    }
+
+    /// For each element of output `tensor`, its own steps (none for another tensor).
+    fn gathered<'t>(&'t self, tensor: usize) -> Vec<Vec<StepRef<'t>>> {
+        let output = self.outputs.iter().position(|t| *t == tensor);
+        let elements = output.and_then(|o| self.traces.get(o));
+        let own = |step: &'t Step| StepRef {
+            reads: step.reads.as_slice(),
+            value: step.value,
+            lands: None,
+        };
+        let element = |steps: &'t Vec<Step>| steps.iter().map(own).collect();
+        elements.into_iter().flatten().map(element).collect()
     }
 
     /// For each element of input `tensor`, the steps that read it (each with the output
     /// element it went into), in the outputs' row-major order.
-    fn scattered(&self, tensor: usize) -> Vec<Vec<Part>> {
+    fn scattered(&self, tensor: usize) -> Vec<Vec<StepRef<'_>>> {
         let count = self.tensor(tensor).map_or(0, |t| t.values.len());
         let mut parts = vec![Vec::new(); count];
         for (output, elements) in self.outputs.iter().zip(&self.traces) {
@@ -157,8 +162,8 @@ impl Traced {
                     let reads = step.reads.iter().filter(|(t, _)| *t == tensor);
                     for &(_, read) in reads {
                         if let Some(list) = parts.get_mut(read) {
-                            list.push(Part {
-                                reads: step.reads.clone(),
+                            list.push(StepRef {
+                                reads: step.reads.as_slice(),
                                 value: step.value,
                                 lands: Some((*output, flat)),
                             });
@@ -177,13 +182,9 @@ impl Traced {
             let tensor = self.tensors.iter().position(Option::is_some)?;
             (tensor, self.scattered(tensor))
         } else {
+            self.traces.first()?;
             let tensor = *self.outputs.first()?;
-            let elements = self.traces.first()?;
-            let focus = |flat| Focus::Gather { tensor, flat };
-            (
-                tensor,
-                (0..elements.len()).map(|f| self.parts(focus(f))).collect(),
-            )
+            (tensor, self.gathered(tensor))
         };
         let fullest = candidates.iter().map(Vec::len).max()?;
         let mut best: Option<(Focus, i64)> = None;
@@ -214,8 +215,12 @@ impl Traced {
         4 * thin > elements.len()
     }
 
-    fn features(&self, focus: Focus, parts: &[Part], fullest: usize) -> Features {
-        let reads: Vec<(usize, usize)> = parts.iter().flat_map(|p| p.reads.clone()).collect();
+    fn features(&self, focus: Focus, parts: &[StepRef<'_>], fullest: usize) -> Features {
+        let value = self.value(focus.element());
+        if value == 0.0 || value.is_nan() || parts.is_empty() {
+            return Features::NOTHING;
+        }
+        let reads: Vec<(usize, usize)> = parts.iter().flat_map(|p| p.reads).copied().collect();
         let lands: Vec<(usize, usize)> = parts.iter().filter_map(|p| p.lands).collect();
         let mut tensors: HashSet<usize> = reads.iter().map(|(t, _)| *t).collect();
         tensors.extend(lands.iter().map(|(t, _)| *t));
@@ -247,7 +252,6 @@ impl Traced {
             .filter(|t| Some(*t) != data && *t != traced.0)
             .filter(|t| reads.iter().filter(|(r, _)| r == t).count() >= 2)
             .collect();
-        let value = self.value(traced);
         Features {
             nonzero: value != 0.0 && !value.is_nan(),
             unit: matches!(focus, Focus::Scatter { .. }) && value.abs() == 1.0,
@@ -318,6 +322,30 @@ struct Features {
     filters: bool,
     /// A read is stored away from its logical place (in a view).
     relocated: bool,
+}
+
+impl Features {
+    /// What an element not worth tracing shows (zero, NaN, or made of nothing).
+    const NOTHING: Features = Features {
+        nonzero: false,
+        unit: false,
+        parts: 0,
+        distinct: 0,
+        tensors: 0,
+        cut: false,
+        gaps: false,
+        window: false,
+        filters: false,
+        relocated: false,
+    };
+}
+
+/// A step of the trace as a candidate element sees it, borrowed from the trace.
+#[derive(Debug, Clone, Copy)]
+struct StepRef<'t> {
+    reads: &'t [(usize, usize)],
+    value: f64,
+    lands: Option<(usize, usize)>,
 }
 
 /// Steps a sum may have and still be written out in full.

@@ -115,6 +115,8 @@ pub fn example_in(
     admitted: &[&Sample],
 ) -> Option<Worked> {
     let &(dtype, kernel) = kernels.first()?;
+    // Without semantics there is nothing to trace: no candidate is worth drawing.
+    domain.contract.semantics.as_ref()?.widest_program(dtype)?;
     let pool = candidates::pool(domain, dtype, admitted);
     let (mut worked, sample) = example::run(domain, &kernel, dtype, &pool)?;
     worked.cost = cost_values(domain, &sample, dtype);
