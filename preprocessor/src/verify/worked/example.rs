@@ -84,7 +84,7 @@ impl Style {
 }
 
 /// Calls `f` on every statement, nested ones included.
-fn walk(ops: &[Op], f: &mut dyn FnMut(&Op)) {
+pub(super) fn walk(ops: &[Op], f: &mut dyn FnMut(&Op)) {
     for op in ops {
         f(op);
         match op {
