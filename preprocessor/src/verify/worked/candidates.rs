@@ -1,11 +1,10 @@
 //! The samples a worked example and a drift plot are chosen from: the contract's domain
 //! drawn with a seed of their own (so the page does not change with the gate's seed), each
 //! optional input also tried present, plus the gate's admitted samples, then their
-//! neighbours (one variable moved) twice over — a tightly constrained domain has few
-//! admitted draws, so the moves stop once the pool is large enough; only admitted, small
-//! ones, smallest first. And the moves both make on a
-//! sample: one variable changed, with the dims that the contract ties to others
-//! (`b.dim[0] == w.dim[0]`) following.
+//! neighbours (one variable moved) twice over while the pool is short — a tightly
+//! constrained domain has few admitted draws; only admitted, small ones, smallest first. And
+//! the moves both make on a sample: one variable changed, with the dims that the contract
+//! ties to others (`b.dim[0] == w.dim[0]`) following.
 
 use super::super::sample::{Param, Rng, Sample};
 
@@ -24,7 +23,9 @@ const ROUNDS: usize = 2;
 const FRONTIER: usize = 48;
 /// A pool this large takes no more moves: the example ranks a fraction of it (evenly spaced
 /// in size), so more samples would only cost time.
-const ENOUGH: usize = 4 * super::example::RANKED;
+const ENOUGH: usize = 4 * RANKED;
+/// Candidates the example ranks on their trace (evenly spaced in size).
+pub const RANKED: usize = 80;
 
 /// Admitted samples of at most [`MAX_ELEMENTS`] input elements, smallest first.
 pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Sample> {

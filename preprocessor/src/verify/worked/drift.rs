@@ -11,11 +11,10 @@ use super::super::run::{Fill, Input, arguments, oracle_inputs};
 use super::super::sample::Sample;
 use super::super::semantic::{Elements, Mode, Traces, evaluate, zero_inputs};
 use super::candidates::{self, Var};
+use super::statements;
 use super::{Drift, DriftPoint};
 use crate::providers::{CallOutcome, Kernel};
 use crate::semantics::Approx;
-use crate::semantics::ast::AssignOp;
-use crate::semantics::ir::{Func, IntKind, Op, Program, Val, ValKind};
 use fkc_provider::DType;
 use std::collections::HashSet;
 
@@ -36,7 +35,7 @@ pub fn measure(
     pool: &[Sample],
 ) -> Option<Drift> {
     let program = domain.contract.semantics.as_ref()?.widest_program(dtype)?;
-    if !rounds(program) {
+    if !statements::rounds(program) {
         return None; // every result is exact: nothing drifts
     }
     let on = On {
@@ -57,36 +56,6 @@ pub fn measure(
         trials: TRIALS as usize,
         points,
     })
-}
-
-/// Whether the semantics can round at all: an arithmetic operation, a scalar function other
-/// than `abs`, `max` and `min`, a cast, an index or a parameter used as a number, a constant
-/// other than 0, ±1, ±∞ and small integers, or a compound update.
-/// Without any (a selection, a copy), every result is exact on every sample.
-fn rounds(program: &Program) -> bool {
-    let mut rounds = false;
-    super::example::walk(&program.body, &mut |op| match op {
-        Op::SetVal { op, value, .. } | Op::Store { op, value, .. } => {
-            rounds |= *op != AssignOp::Set || value_rounds(value);
-        }
-        Op::Alloc { init, .. } => rounds |= value_rounds(init),
-        _ => {}
-    });
-    rounds
-}
-
-fn value_rounds(value: &Val) -> bool {
-    match &value.kind {
-        // A constant every dtype holds exactly; any other may be rounded where it is stored.
-        ValKind::Const(c) => !(*c == 0.0 || c.abs() == 1.0 || c.is_infinite()),
-        ValKind::Slot(_) | ValKind::Read { .. } => false,
-        ValKind::Neg(a) => value_rounds(a),
-        ValKind::Select(_, a, b) => value_rounds(a) || value_rounds(b),
-        ValKind::Func(Func::Abs | Func::Max | Func::Min, args, _) => args.iter().any(value_rounds),
-        // A small integer literal (every dtype holds up to 256 exactly).
-        ValKind::FromInt(int, _) => !matches!(int.kind, IntKind::Const(c) if c.abs() <= 256),
-        ValKind::Func(..) | ValKind::Bin(..) | ValKind::Cast(..) | ValKind::Param(_) => true,
-    }
 }
 
 struct On<'d, 'k> {
@@ -275,48 +244,8 @@ fn groups(sample: &Sample) -> Vec<Vec<Var>> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::semantics::{SigTensor, Signature, check, parse};
     use crate::verify::sample::Param;
-
-    /// `out = f(x)` elementwise on rank-1 tensors, checked in F16.
-    fn elementwise(body: &str) -> Program {
-        let tensor = |name: &str| SigTensor {
-            dtype: None,
-            name: name.to_owned(),
-            rank: 1,
-            optional: false,
-        };
-        let signature = Signature {
-            inputs: vec![tensor("x")],
-            outputs: vec![tensor("out")],
-            params: Vec::new(),
-            undeclared_absent: true,
-        };
-        let ast = parse(&format!("for i in out:\n  {body}\n")).unwrap();
-        check(&ast, &signature, DType::F16).unwrap()
-    }
-
-    #[test]
-    fn only_selections_copies_and_exact_constants_never_round() {
-        for exact in [
-            "out[i] = x[i]",
-            "out[i] = max(x[i], 0)",
-            "out[i] = -abs(min(x[i], 1))",
-        ] {
-            assert!(!rounds(&elementwise(exact)), "{exact}");
-        }
-        for rounding in [
-            "out[i] = x[i] * 2",
-            "out[i] = max(x[i], 0.1)",
-            "out[i] = max(x[i], 257)",
-            "out[i] = exp(x[i])",
-            "out[i] = max(x[i], 0)\n  out[i] += x[i]",
-        ] {
-            assert!(rounds(&elementwise(rounding)), "{rounding}");
-        }
-    }
 
     #[test]
     fn groups_hold_equal_values_of_distinct_owners_smallest_first() {

@@ -11,12 +11,13 @@ use super::super::semantic::{Elements, Mode, evaluate, nan_policy};
 use super::candidates;
 use super::figure::{self, Combine};
 use super::focus::{Focus, Shown, Storage, Traced};
+use super::statements::{scan_op, walk};
 use super::{Worked, focus::READABLE_PARTS};
 use crate::contract::raw::LayoutRequirement;
 use crate::providers::{CallOutcome, Kernel};
 use crate::semantics::ast::AssignOp;
 use crate::semantics::float::NanPolicy;
-use crate::semantics::ir::{Func, IntKind, Op, Origin, Program, Val, ValKind};
+use crate::semantics::ir::{Func, IntKind, Op, Origin, Program};
 use crate::semantics::{Approx, Kinds};
 use fkc_provider::{AnyTensor, DType, Operand};
 use std::cell::RefCell;
@@ -24,8 +25,6 @@ use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Candidates ranked on their trace (evenly spaced in size).
-pub const RANKED: usize = 80;
 /// Rounds of single moves that improve the best candidates, and how many are improved.
 const CLIMB: usize = 3;
 const CLIMBERS: usize = 1;
@@ -83,49 +82,6 @@ impl Style {
     }
 }
 
-/// Calls `f` on every statement, nested ones included.
-pub(super) fn walk(ops: &[Op], f: &mut dyn FnMut(&Op)) {
-    for op in ops {
-        f(op);
-        match op {
-            Op::For { body, .. } => walk(body, f),
-            Op::If {
-                then, otherwise, ..
-            } => {
-                walk(then, f);
-                walk(otherwise, f);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The value functions a statement calls.
-fn scan_op(op: &Op, funcs: &mut Vec<Func>) {
-    match op {
-        Op::SetVal { value, .. } | Op::Store { value, .. } | Op::Alloc { init: value, .. } => {
-            scan_val(value, funcs);
-        }
-        _ => {}
-    }
-}
-
-fn scan_val(val: &Val, funcs: &mut Vec<Func>) {
-    match &val.kind {
-        ValKind::Func(func, args, _) => {
-            funcs.push(*func);
-            args.iter().for_each(|a| scan_val(a, funcs));
-        }
-        ValKind::Neg(a) | ValKind::Cast(a, _) => scan_val(a, funcs),
-        ValKind::Bin(_, a, b, _) | ValKind::Select(_, a, b) => {
-            scan_val(a, funcs);
-            scan_val(b, funcs);
-        }
-        ValKind::Const(_) | ValKind::Param(_) | ValKind::FromInt(..) => {}
-        ValKind::Slot(_) | ValKind::Read { .. } => {}
-    }
-}
-
 /// The example: the best-ranked candidate the kernel runs, with the sample it ran.
 pub fn run(
     domain: &Domain<'_>,
@@ -142,7 +98,7 @@ pub fn run(
         style,
         ranked: Default::default(),
     };
-    let pool = candidates::spread(pool, RANKED);
+    let pool = candidates::spread(pool, candidates::RANKED);
     let mut ranked: Vec<(i64, usize)> = pool
         .iter()
         .enumerate()

@@ -10,6 +10,7 @@ mod drift;
 mod example;
 mod figure;
 mod focus;
+mod statements;
 
 use super::sample::Sample;
 
