@@ -122,10 +122,9 @@ impl Traced {
     /// The steps of the traced element, in order: for a gather the element's own steps; for
     /// a scatter every step that read the element, by output element in row-major order.
     pub fn parts(&self, focus: Focus) -> Vec<Part> {
-        let (tensor, flat) = focus.element();
         let steps = match focus {
-            Focus::Gather { .. } => self.gathered(tensor).into_iter().nth(flat),
-            Focus::Scatter { .. } => self.scattered(tensor).into_iter().nth(flat),
+            Focus::Gather { tensor, flat } => self.own_steps(tensor, flat),
+            Focus::Scatter { tensor, flat } => self.scattered(tensor).into_iter().nth(flat),
         };
         steps
             .unwrap_or_default()
@@ -138,17 +137,21 @@ impl Traced {
             .collect()
     }
 
+    /// The steps of element `flat` of output `tensor` (`None` for another tensor).
+    fn own_steps(&self, tensor: usize, flat: usize) -> Option<Vec<StepRef<'_>>> {
+        let output = self.outputs.iter().position(|t| *t == tensor)?;
+        let steps = self.traces.get(output)?.get(flat)?;
+        Some(steps.iter().map(StepRef::own).collect())
+    }
+
     /// For each element of output `tensor`, its own steps (none for another tensor).
-    fn gathered<'t>(&'t self, tensor: usize) -> Vec<Vec<StepRef<'t>>> {
+    fn gathered(&self, tensor: usize) -> Vec<Vec<StepRef<'_>>> {
         let output = self.outputs.iter().position(|t| *t == tensor);
         let elements = output.and_then(|o| self.traces.get(o));
-        let own = |step: &'t Step| StepRef {
-            reads: step.reads.as_slice(),
-            value: step.value,
-            lands: None,
-        };
-        let element = |steps: &'t Vec<Step>| steps.iter().map(own).collect();
-        elements.into_iter().flatten().map(element).collect()
+        let elements = elements.into_iter().flatten();
+        elements
+            .map(|steps| steps.iter().map(StepRef::own).collect())
+            .collect()
     }
 
     /// For each element of input `tensor`, the steps that read it (each with the output
@@ -346,6 +349,17 @@ struct StepRef<'t> {
     reads: &'t [(usize, usize)],
     value: f64,
     lands: Option<(usize, usize)>,
+}
+
+impl<'t> StepRef<'t> {
+    /// A step of an output element's own computation (it lands nowhere else).
+    fn own(step: &'t Step) -> StepRef<'t> {
+        StepRef {
+            reads: step.reads.as_slice(),
+            value: step.value,
+            lands: None,
+        }
+    }
 }
 
 /// Steps a sum may have and still be written out in full.
