@@ -161,7 +161,8 @@ impl On<'_, '_> {
     }
 
     /// Bonuses for a figure that reads well (a first input of 3 to 6 rows and columns, an
-    /// output of two rows and columns at least), penalties for one that does not (windows
+    /// output of two rows and columns at least, a sum written out, divided by a whole number
+    /// if at all), penalties for one that does not (windows
     /// mostly outside their input, more than [`COMPACT_GRIDS`] grids, planes wider than
     /// [`READABLE_SIDE`], a sum too long to write out).
     fn readability(&self, traced: &Traced, focus: Focus) -> i64 {
@@ -180,9 +181,18 @@ impl On<'_, '_> {
         let (rows, cols) = shape(traced.outputs.first().and_then(|t| traced.tensor(*t)));
         let picture = rows >= 2 && cols >= 2;
         let hollow = !self.style.scatter && traced.hollow();
-        let parts = traced.parts(focus).len();
+        let parts = traced.parts(focus);
+        // A sum is written out when the element is its sum, better when it is the sum divided
+        // by a whole number (a scale, a count: that step shows too); not when it is neither
+        // (a saturation, an odd scale), which the figure can only list.
+        let sum: f64 = parts.iter().map(|p| p.value).sum();
+        let value = traced.value(focus.element());
+        let sums = matches!(self.style.combine, Combine::Sum) && !self.style.scatter;
+        let whole = sums && sum.to_bits() == value.to_bits();
+        let divided = sums && !whole && figure::divisor(sum, value).is_some();
+        let parts = parts.len();
         let flag = |b: bool, weight: i64| if b { weight } else { 0 };
-        flag(square, 3) + flag(picture, 2)
+        flag(square, 3) + flag(picture, 2) + flag(whole, 1) + flag(divided, 3)
             - flag(hollow, 4)
             - 2 * planes.len().saturating_sub(COMPACT_GRIDS) as i64
             - 5 * wide as i64

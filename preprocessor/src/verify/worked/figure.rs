@@ -260,7 +260,7 @@ fn term(traced: &Traced, part: &Part, products: &HashSet<usize>) -> String {
 }
 
 /// The whole number `sum / result` (at least 2) when `result` is `sum` divided by it.
-fn divisor(sum: f64, result: f64) -> Option<u64> {
+pub(super) fn divisor(sum: f64, result: f64) -> Option<u64> {
     let ratio = sum / result;
     let whole = ratio.round();
     (ratio.is_finite() && (2.0..=1e6).contains(&whole) && (ratio - whole).abs() < 1e-6 * whole)

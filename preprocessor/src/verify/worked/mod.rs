@@ -182,9 +182,17 @@ mod tests {
 
     const SEED: &str = include_str!("../../../../book/seed/reference-conv-pool.md");
 
+    const COMMON: &str = include_str!("../../../../book/contracts/common.md");
+
     /// The last `fkc` block of the seed chapter for `kernel` (its corrected contract).
     fn block(kernel: &str) -> String {
-        SEED.split("```fkc\n")
+        block_in(SEED, kernel)
+    }
+
+    /// The last `fkc` block of `chapter` for `kernel`.
+    fn block_in(chapter: &str, kernel: &str) -> String {
+        chapter
+            .split("```fkc\n")
             .filter_map(|rest| rest.split("```").next())
             .filter(|body| body.starts_with(&format!("kernel: {kernel}\n")))
             .last()
@@ -268,6 +276,15 @@ mod tests {
         // Blank where the traced element adds nothing, its contributions where it does.
         assert!(landing.cells.iter().any(String::is_empty));
         assert!(landing.marks.iter().all(|m| m.number.is_some()));
+    }
+
+    #[test]
+    fn a_scaled_sum_is_shown_with_its_scale() {
+        // A scale of 1 would hide the step after the sum: the example prefers one that shows it.
+        let text = block_in(COMMON, "qmatmul");
+        let worked = example("qmatmul", &[DType::I8], Some(text)).unwrap();
+        let trace = worked.trace.unwrap();
+        assert!(trace.contains(", divided by "), "{trace}");
     }
 
     #[test]
