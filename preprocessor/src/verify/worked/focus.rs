@@ -185,7 +185,6 @@ impl Traced {
             let tensor = self.tensors.iter().position(Option::is_some)?;
             (tensor, self.scattered(tensor))
         } else {
-            self.traces.first()?;
             let tensor = *self.outputs.first()?;
             (tensor, self.gathered(tensor))
         };
