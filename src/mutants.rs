@@ -6,7 +6,8 @@
 /// One realistic kernel bug, planted where such a bug would live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mutant {
-    /// Convolution: the four-vector register tile stores its sums without the bias.
+    /// Convolution: the widest register tile (four vectors at AVX-512, two at AVX2 and below)
+    /// stores its sums without the bias.
     WideTileDropsBias,
     /// Convolution: a four-channel tile adds its first channel's bias to all four.
     ChannelTileBiasIndex,

@@ -10,6 +10,8 @@ use super::Gate;
 use super::run::{Accepted, AtLevel, LevelResult, Runs};
 use super::sample::Sample;
 use super::shrink::sample_note;
+use crate::contract::raw::RawPath;
+use crate::contract::schema::Located;
 use crate::diag::Code;
 use crate::providers::Kernel;
 use fkc_provider::{DType, Description};
@@ -45,6 +47,26 @@ impl Levels {
             level: self.main.as_deref(),
             ..Runs::default()
         }
+    }
+
+    /// Every level the provider lists, this machine's first.
+    pub fn all(&self) -> Vec<&str> {
+        let here = self.main.iter().chain(&self.others);
+        here.chain(&self.not_here).map(String::as_str).collect()
+    }
+
+    /// Whether the provider lists `level`.
+    pub fn lists(&self, level: &str) -> bool {
+        self.all().contains(&level)
+    }
+
+    /// Whether this machine runs one of `levels` (any level when none is named, and when the
+    /// provider lists none).
+    pub fn runs_some(&self, levels: &[Located<String>]) -> bool {
+        let here = |l: &&Located<String>| {
+            self.main.as_deref() == Some(l.value.as_str()) || self.others.contains(&l.value)
+        };
+        levels.is_empty() || self.all().is_empty() || levels.iter().any(|l| here(&l))
     }
 
     pub fn runs(&self, repeat: bool) -> Runs<'_> {
@@ -172,14 +194,56 @@ impl Gate<'_> {
             .collect()
     }
 
-    /// The paths the contract names for `dtype`.
+    /// The paths the contract names for `dtype` that this machine can take (see
+    /// [`Levels::runs_some`]).
     fn named_paths(&self, dtype: DType) -> Vec<String> {
-        self.raw
-            .caps
-            .iter()
-            .flat_map(|c| &c.paths)
+        self.paths()
             .filter(|p| p.dtypes.is_empty() || p.dtypes.iter().any(|d| d.value == dtype))
+            .filter(|p| self.levels.runs_some(&p.levels))
             .map(|p| p.name.value.clone())
+            .collect()
+    }
+
+    fn paths(&self) -> impl Iterator<Item = &RawPath> {
+        self.raw.caps.iter().flat_map(|c| &c.paths)
+    }
+
+    /// The named paths whose instruction-set levels this machine cannot run ("`p` (x86-v4)"),
+    /// after reporting every level a path names that the provider does not list (FKC0416: such
+    /// a path is reached nowhere).
+    fn paths_not_here(&mut self) -> Vec<String> {
+        let unknown: Vec<(String, Located<String>)> = self
+            .paths()
+            .flat_map(|p| {
+                p.levels
+                    .iter()
+                    .map(move |l| (p.name.value.clone(), l.clone()))
+            })
+            .filter(|(_, level)| !self.levels.lists(&level.value))
+            .collect();
+        for (path, level) in unknown {
+            let listed = self.levels.all().join(", ");
+            let diagnostic = self.error(
+                Code::PathUnreached,
+                level.span.clone(),
+                format!(
+                    "the code path `{path}` is named for the instruction-set level `{}`, which the provider does not list",
+                    level.value
+                ),
+            );
+            diagnostic.label = Some("no such level".to_owned());
+            diagnostic.help.push(if listed.is_empty() {
+                "the provider lists no levels: drop `levels:` from the path".to_owned()
+            } else {
+                format!("name a level the provider lists: {listed}")
+            });
+        }
+        self.paths()
+            .filter(|p| !self.levels.runs_some(&p.levels))
+            .map(|p| {
+                let levels: Vec<&str> = p.levels.iter().map(|l| l.value.as_str()).collect();
+                format!("`{}` ({})", p.name.value, levels.join(", "))
+            })
             .collect()
     }
 
@@ -193,6 +257,7 @@ impl Gate<'_> {
             .flat_map(|c| &c.paths)
             .map(|p| p.name.value.clone())
             .collect();
+        let not_here = self.paths_not_here();
         let mut missed = Vec::new();
         for &dtype in ran {
             for path in self.unreached(dtype) {
@@ -219,13 +284,21 @@ impl Gate<'_> {
             self.evidence.rows.push((
                 "code paths reached".to_owned(),
                 format!(
-                    "{} named in `caps.paths`, reached per dtype: {}{}",
+                    "{} named in `caps.paths`, reached per dtype: {}{}{}",
                     named.len(),
                     per_dtype.join(", "),
                     if not.is_empty() {
-                        format!("; not reached: {}", not.join(", "))
-                    } else {
                         String::new()
+                    } else {
+                        format!("; not reached: {}", not.join(", "))
+                    },
+                    if not_here.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; not required on this machine, which cannot run their levels: {}",
+                            not_here.join(", ")
+                        )
                     }
                 ),
             ));

@@ -216,7 +216,7 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
     ),
     // Bugs planted inside the backend (its `mutants` feature), where such bugs live.
     (
-        "vectorised only: the four-vector tile drops the bias",
+        "vectorised only: the widest register tile drops the bias",
         "conv2d",
         "conv2d",
         |k, o, v| planted(Mutant::WideTileDropsBias, k, o, v),

@@ -48,7 +48,9 @@ fn contract_chapters_snapshot_page_by_page_and_card_by_card() {
             .map(|d| d.message.as_str())
             .collect();
         assert!(errors.is_empty(), "{path} has errors: {errors:?}");
-        let rendered = without_machine(&report.content.unwrap());
+        let html = report.content.unwrap();
+        every_path_reached(path, &content, &html);
+        let rendered = without_machine(&html);
         let chapter = page.trim_end_matches(".html").replace('/', "-");
         let (skeleton, cards) = split_cards(&rendered);
         settings.set_snapshot_path(
@@ -192,15 +194,100 @@ fn pretty(html: &str) -> String {
     out
 }
 
-/// `rendered` with the instruction-set levels row's cell (which names this machine and the
-/// levels it has) replaced by a placeholder: the snapshot is the same on every machine.
+/// The code paths rows of a rendered chapter, which the snapshots leave out: every path
+/// required here reached in every dtype, and the AVX-512-only paths (`levels: [x86-v4]`)
+/// named as not required exactly where this machine cannot run that level.
+fn every_path_reached(path: &str, source: &str, rendered: &str) {
+    const ROW: &str = "code paths reached</td><td data-label=\"what ran\">";
+    let rows: Vec<String> = rendered
+        .lines()
+        .filter_map(|line| line.split_once(ROW)?.1.split("</td>").next())
+        .map(|cell| cell.replace("&#x2F;", "/"))
+        .collect();
+    let names_paths = source.contains("\n  paths:");
+    assert!(
+        !names_paths || !rows.is_empty(),
+        "{path} shows no code paths row"
+    );
+    for row in &rows {
+        assert!(!row.contains("not reached"), "{path}: {row}");
+        let counts = row.split("reached per dtype: ").nth(1).unwrap_or_default();
+        for count in counts.split(';').next().unwrap_or_default().split(", ") {
+            let (_, fraction) = count.split_once(' ').unwrap();
+            let (hit, named) = fraction.split_once('/').unwrap();
+            assert_eq!(hit, named, "{path}: {row}");
+        }
+    }
+    let level_bound = source
+        .split("```fkc")
+        .filter(|block| {
+            block
+                .split("```")
+                .next()
+                .unwrap_or_default()
+                .contains("levels: [x86-v4]")
+        })
+        .count();
+    let not_required = rows
+        .iter()
+        .filter(|r| r.contains("not required on this machine"))
+        .count();
+    let expected = if runs_x86_v4() { 0 } else { level_bound };
+    assert_eq!(not_required, expected, "{path}: {rows:?}");
+}
+
+/// Whether this machine runs pulp's `x86-v4` level (the AVX-512 subsets it needs).
+fn runs_x86_v4() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512cd")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// `rendered` with what depends on this machine's instruction-set levels left out, so that the
+/// snapshot is the same on every machine: the cells of the levels row (which names the machine
+/// and its levels) and of the code paths row (a path of a level this machine cannot run is not
+/// required here) become placeholders, and the sample counts of the rows that count grown
+/// samples (grown until every path this machine's levels take is reached) become `N`.
 fn without_machine(rendered: &str) -> String {
-    const ROW: &str = "instruction-set levels</td><td data-label=\"what ran\">";
+    const ROWS: [(&str, &str); 2] = [
+        ("instruction-set levels", "(this machine's levels)"),
+        (
+            "code paths reached",
+            "(the paths this machine's levels take)",
+        ),
+    ];
+    const GROWN: [&str; 4] = [
+        "accepts the admitted domain</td>",
+        "against the work done</td>",
+        "against the traffic</td>",
+        "independent of</td>",
+    ];
+    let cell = |line: &str| {
+        ROWS.iter().find_map(|(row, placeholder)| {
+            let row = format!("{row}</td><td data-label=\"what ran\">");
+            let (before, _) = line.split_once(&row)?;
+            Some(format!("{before}{row}{placeholder}</td></tr>"))
+        })
+    };
+    let counts = |line: &str| {
+        GROWN
+            .iter()
+            .any(|row| line.contains(row))
+            .then(|| sample_counts_redacted(line))
+    };
     rendered
         .lines()
-        .map(|line| match line.split_once(ROW) {
-            Some((before, _)) => format!("{before}{ROW}(this machine's levels)</td></tr>"),
-            None => line.to_owned(),
+        .map(|line| {
+            cell(line)
+                .or_else(|| counts(line))
+                .unwrap_or_else(|| line.to_owned())
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -223,5 +310,36 @@ fn cards_split_at_their_own_closing_div() {
     assert_eq!(
         pretty(&cards[1].1),
         "<div class=\"fkc-card fkc-expected\">\n<p>e</p>\n</div>"
+    );
+}
+
+/// `line` with every count of samples ("68 samples", "68 F32 samples") written `N`.
+fn sample_counts_redacted(line: &str) -> String {
+    let words: Vec<&str> = line.split(' ').collect();
+    let counted = |at: usize| {
+        let next = |k: usize| words.get(at + k).copied().unwrap_or_default();
+        let dtype = ["F32", "F64", "BF16", "F16"].contains(&next(1));
+        next(1).starts_with("samples") || dtype && next(2).starts_with("samples")
+    };
+    let redacted: Vec<String> = (words.iter().enumerate())
+        .map(|(at, word)| {
+            // a count may follow the cell's opening tag: `ran">68`
+            let (tag, number) = word.rsplit_once('>').map_or(("", *word), |(t, n)| (t, n));
+            let digits = !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit());
+            match digits && counted(at) {
+                true if tag.is_empty() => "N".to_owned(),
+                true => format!("{tag}>N"),
+                false => (*word).to_owned(),
+            }
+        })
+        .collect();
+    redacted.join(" ")
+}
+
+#[test]
+fn sample_counts_are_redacted_but_not_other_numbers() {
+    assert_eq!(
+        sample_counts_redacted("<td>on every one of 68 F32 samples, 3 taps; <td>45 samples run"),
+        "<td>on every one of N F32 samples, 3 taps; <td>N samples run"
     );
 }

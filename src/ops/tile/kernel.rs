@@ -151,7 +151,7 @@ impl<E: Fast> WithSimd for Work<'_, '_, '_, E> {
         let job = self.job;
         let g = job.g;
         let lanes = <Acc<E>>::lanes::<S>();
-        let max_nv = if S::REGISTER_COUNT >= 32 { 4 } else { 2 };
+        let max_nv = widest_tile::<S>();
         // Per phase: the vectors per tile and, per tile, per tap, per vector, the lane mask.
         let mut shapes = Vec::with_capacity(g.plan.cols.len());
         let mut masks = Vec::new();
@@ -348,7 +348,7 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
                 break;
             }
             let sum = match job.bias {
-                Some(_) if NV == 4 && active(Mutant::WideTileDropsBias) => a,
+                Some(_) if NV == widest_tile::<S>() && active(Mutant::WideTileDropsBias) => a,
                 Some(b) if active(Mutant::ChannelTileBiasIndex) => {
                     R::plus(s, a, <Acc<E>>::splat(s, b[co - co % 4]))
                 }
@@ -435,4 +435,10 @@ impl<S: Simd, E: Fast> RowCtx<'_, S, E> {
             }
         }
     }
+}
+
+/// The most vectors of sums a tile holds at level `S`: four where it has 32 vector registers
+/// (AVX-512), two otherwise.
+const fn widest_tile<S: Simd>() -> usize {
+    if S::REGISTER_COUNT >= 32 { 4 } else { 2 }
 }

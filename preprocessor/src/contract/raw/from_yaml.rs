@@ -331,16 +331,17 @@ fn read_caps(reader: &mut Reader<'_>, node: &Node) -> Option<RawCaps> {
     })
 }
 
-/// A `caps.paths` entry: a path name, or `{name, dtypes, note}`.
+/// A `caps.paths` entry: a path name, or `{name, dtypes, levels, note}`.
 fn read_path(reader: &mut Reader<'_>, node: &Node) -> Option<RawPath> {
     if let Value::Str(_) = node.value {
         return Some(RawPath {
             name: reader.string(node, "a path")?,
             dtypes: Vec::new(),
+            levels: Vec::new(),
             note: None,
         });
     }
-    let fields = reader.mapping(node, "a path", &["name", "dtypes", "note"])?;
+    let fields = reader.mapping(node, "a path", &["name", "dtypes", "levels", "note"])?;
     let name = reader
         .required(&fields, "name", "a path")
         .and_then(|n| reader.string(n, "name"))?;
@@ -350,6 +351,13 @@ fn read_path(reader: &mut Reader<'_>, node: &Node) -> Option<RawPath> {
             .get("dtypes")
             .map(|list| read_dtypes(reader, list))
             .unwrap_or_default(),
+        levels: fields
+            .get("levels")
+            .and_then(|list| reader.sequence(list, "levels"))
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|level| reader.string(level, "an instruction-set level"))
+            .collect(),
         note: reader.optional(&fields, "note", |r, n| r.string(n, "note")),
     })
 }

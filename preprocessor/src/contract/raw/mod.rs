@@ -180,11 +180,13 @@ pub struct RawOutput {
 }
 
 /// One entry of `caps.paths`: a code path the kernel reports, reached in every listed dtype
-/// (every declared one when none is listed).
+/// (every declared one when none is listed) at some listed instruction-set level (any level
+/// when none is listed; a path whose levels this machine cannot run is not required here).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawPath {
     pub name: Located<String>,
     pub dtypes: Vec<Located<DType>>,
+    pub levels: Vec<Located<String>>,
     pub note: Option<Located<String>>,
 }
 
