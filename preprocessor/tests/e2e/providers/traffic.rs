@@ -17,7 +17,12 @@ pub(super) fn record_traffic(dir: &Path, command: &str) -> (PathBuf, PathBuf) {
         requests.display(),
         responses.display()
     );
-    std::fs::write(&toml, text.replace(command, &recorded)).unwrap();
+    // One provider process: two would append to the same files at once, and a long line
+    // written in pieces could interleave with the other's.
+    let one_process = format!("\"{recorded}\"\njobs = 1");
+    let text = text.replace(&format!("\"{command}\""), &one_process);
+    assert!(text.contains(&one_process), "{text}");
+    std::fs::write(&toml, text).unwrap();
     (requests, responses)
 }
 
