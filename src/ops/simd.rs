@@ -35,12 +35,24 @@ pub fn levels() -> Vec<fkc_provider::call::Level> {
             },
         ]
     }
+    // Elsewhere the x86 levels are listed too, as levels this machine cannot run: a contract
+    // may name a path for one of them (`levels: [x86-v4]`) on any machine.
     #[cfg(not(target_arch = "x86_64"))]
     {
-        vec![Level {
-            name: "scalar",
-            runs_here: true,
-        }]
+        vec![
+            Level {
+                name: "x86-v4",
+                runs_here: false,
+            },
+            Level {
+                name: "x86-v3",
+                runs_here: false,
+            },
+            Level {
+                name: "scalar",
+                runs_here: true,
+            },
+        ]
     }
 }
 
