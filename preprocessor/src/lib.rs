@@ -67,6 +67,7 @@ pub use {pipeline::ChapterInput, render::plan::BookContracts, verify::worked::Wo
 
 mod calibration;
 mod chapter;
+mod fast_hash;
 mod import;
 mod judge;
 mod parallel;

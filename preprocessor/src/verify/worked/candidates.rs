@@ -9,8 +9,8 @@
 use super::super::sample::{Param, Rng, Sample};
 
 use super::super::constraints::{Domain, Verdict};
+use crate::fast_hash::FastSet;
 use fkc_provider::DType;
-use std::collections::HashSet;
 
 /// Samples drawn for the pool.
 const DRAWS: usize = 1500;
@@ -34,12 +34,12 @@ pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Samp
     let mut found = Found {
         domain,
         dtype,
-        seen: HashSet::new(),
-        moved: HashSet::new(),
+        seen: FastSet::default(),
+        moved: FastSet::default(),
         pool: Vec::new(),
     };
     // A sample drawn again gives nothing new: its optional inputs were tried the first time.
-    let mut drawn_before = HashSet::new();
+    let mut drawn_before = FastSet::default();
     let all = drawn.iter().chain(admitted.iter().copied());
     // Making an optional input present only adds elements: a sample too large without it
     // stays too large.
@@ -68,9 +68,9 @@ struct Found<'d, 'a> {
     domain: &'d Domain<'a>,
     dtype: DType,
     /// Every sample met so far (admitted and small or not): each is judged once.
-    seen: HashSet<Key>,
+    seen: FastSet<Key>,
     /// Every neighbour met before its tied dims were recomputed: the same one ties the same.
-    moved: HashSet<Key>,
+    moved: FastSet<Key>,
     pool: Vec<Sample>,
 }
 

@@ -14,6 +14,7 @@ use super::focus::{Focus, Shown, Storage, Traced};
 use super::statements::{scan_op, walk};
 use super::{Worked, focus::READABLE_PARTS};
 use crate::contract::raw::LayoutRequirement;
+use crate::fast_hash::FastMap;
 use crate::providers::{CallOutcome, Kernel};
 use crate::semantics::ast::AssignOp;
 use crate::semantics::float::NanPolicy;
@@ -22,7 +23,6 @@ use crate::semantics::{Approx, Kinds};
 use fkc_provider::{AnyTensor, DType, Operand};
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Rounds of single moves that improve the best candidates, and how many are improved.
@@ -133,7 +133,7 @@ struct On<'d, 'k> {
     dtype: DType,
     style: Style,
     /// Every rank computed so far, by sample: a climb meets the same samples again.
-    ranked: RefCell<HashMap<candidates::Key, Option<i64>>>,
+    ranked: RefCell<FastMap<candidates::Key, Option<i64>>>,
 }
 
 /// Each kernel input's values (`None` when absent), in the kernel's operand order.

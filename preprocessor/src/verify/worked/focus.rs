@@ -5,8 +5,8 @@
 //! geometry as the trace reveals: every input read (a bias), reads spaced apart (dilation),
 //! fewer steps than the fullest element (an edge, padding).
 
+use crate::fast_hash::FastSet;
 use crate::semantics::Step;
-use std::collections::HashSet;
 
 /// A tensor of one run as the figure shows it: its logical values, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -224,9 +224,9 @@ impl Traced {
         }
         let reads: Vec<(usize, usize)> = parts.iter().flat_map(|p| p.reads).copied().collect();
         let lands: Vec<(usize, usize)> = parts.iter().filter_map(|p| p.lands).collect();
-        let mut tensors: HashSet<usize> = reads.iter().map(|(t, _)| *t).collect();
+        let mut tensors: FastSet<usize> = reads.iter().map(|(t, _)| *t).collect();
         tensors.extend(lands.iter().map(|(t, _)| *t));
-        let distinct: HashSet<Vec<u64>> = parts
+        let distinct: FastSet<Vec<u64>> = parts
             .iter()
             .filter(|p| p.value != 0.0)
             .map(|p| {
@@ -276,7 +276,7 @@ impl Traced {
         let Some(shown) = self.tensor(tensor) else {
             return 0.0;
         };
-        let planes: HashSet<usize> = cells.iter().map(|f| shown.locate(*f).0).collect();
+        let planes: FastSet<usize> = cells.iter().map(|f| shown.locate(*f).0).collect();
         let (rows, cols) = shown.plane_shape();
         cells.len() as f64 / (planes.len() * rows * cols).max(1) as f64
     }
