@@ -11,8 +11,9 @@ use std::path::Path;
 
 /// The top-level modules of `preprocessor/src`, lowest first: a module may use only those
 /// before it. (`main.rs` and `cli/` are the binary, above them all.)
-const LAYERS: [&str; 23] = [
+const LAYERS: [&str; 24] = [
     "source",
+    "fast_hash",
     "parallel",
     "expr",
     "diag",
