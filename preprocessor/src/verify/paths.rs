@@ -250,13 +250,7 @@ impl Gate<'_> {
     /// Every named path reached in each dtype that ran (FKC0416 for one that was not), and the
     /// evidence rows for paths and levels.
     pub(super) fn path_coverage(&mut self, ran: &[DType]) {
-        let named: BTreeSet<String> = self
-            .raw
-            .caps
-            .iter()
-            .flat_map(|c| &c.paths)
-            .map(|p| p.name.value.clone())
-            .collect();
+        let named: BTreeSet<String> = self.paths().map(|p| p.name.value.clone()).collect();
         let not_here = self.paths_not_here();
         let mut missed = Vec::new();
         for &dtype in ran {
@@ -372,13 +366,7 @@ impl Gate<'_> {
     }
 
     fn path_unreached(&mut self, dtype: DType, path: &str) {
-        let Some(named) = self
-            .raw
-            .caps
-            .iter()
-            .flat_map(|c| &c.paths)
-            .find(|p| p.name.value == path)
-        else {
+        let Some(named) = self.paths().find(|p| p.name.value == path) else {
             return;
         };
         let span = named.name.span.clone();
