@@ -271,7 +271,9 @@ fn check(
     let config = book.config.clone();
     let outcome = preprocessor::process_book_with(&root, &config, &mut book.book, deny)
         .map_err(|error| CliError::Unchecked(format!("{error:#}")))?;
-    if outcome.contracts.is_empty() {
+    // A book whose every contract failed to read has contracts: its errors say so below.
+    let unread = outcome.diagnostics.iter().any(|d| d.is_error());
+    if outcome.contracts.is_empty() && !unread {
         let (level, why) = if deny.empty {
             ("error", " (`--deny empty`)")
         } else {

@@ -15,7 +15,21 @@ fn float_bits(dtype: DType) -> Option<(i32, i32)> {
 
 /// The unit roundoff of a dtype (0 for an integer dtype: its arithmetic is exact).
 pub fn unit_roundoff(dtype: DType) -> f64 {
-    float_bits(dtype).map_or(0.0, |(_, mantissa)| 2f64.powi(-mantissa - 1))
+    float_bits(dtype).map_or(0.0, |(_, mantissa)| pow2(-mantissa - 1))
+}
+
+/// `2^e` exactly, built from its bits (the bounds ask for these per element: `powi` is a
+/// loop of multiplications): subnormal below `2^-1022`, 0 below `2^-1074`, ∞ above `2^1023`.
+pub fn pow2(e: i32) -> f64 {
+    if e > 1023 {
+        f64::INFINITY
+    } else if e >= -1022 {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else if e >= -1074 {
+        f64::from_bits(1u64 << (e + 1074))
+    } else {
+        0.0
+    }
 }
 
 /// The smallest positive subnormal of a dtype (absolute slack for underflow in products; 0 for
@@ -23,8 +37,7 @@ pub fn unit_roundoff(dtype: DType) -> f64 {
 pub fn smallest_subnormal(dtype: DType) -> f64 {
     float_bits(dtype).map_or(0.0, |(exponent, mantissa)| {
         let bias = (1 << (exponent - 1)) - 1;
-        // in two steps: 2^-1074 as one power underflows
-        2f64.powi(1 - bias) * 2f64.powi(-mantissa)
+        pow2(1 - bias - mantissa)
     })
 }
 
@@ -33,7 +46,7 @@ pub fn largest(dtype: DType) -> f64 {
     match (float_bits(dtype), dtype.int_range()) {
         (Some((exponent, mantissa)), _) => {
             let bias = (1 << (exponent - 1)) - 1;
-            (2.0 - 2f64.powi(-mantissa)) * 2f64.powi(bias)
+            (2.0 - pow2(-mantissa)) * pow2(bias)
         }
         (None, Some((_, high))) => high as f64,
         (None, None) => f64::MAX,
@@ -165,6 +178,10 @@ mod facts_tests {
         assert_eq!(unit_roundoff(DType::F8E5M2), 2f64.powi(-3));
         assert_eq!(unit_roundoff(DType::I32), 0.0);
         assert_eq!(smallest_subnormal(DType::F64), 5e-324);
+        for e in -1080..1030 {
+            let by_powi = if e < -1000 { 2f64.powi(e + 100) * 2f64.powi(-100) } else { 2f64.powi(e) };
+            assert_eq!(pow2(e).to_bits(), by_powi.to_bits(), "2^{e}");
+        }
         assert_eq!(smallest_subnormal(DType::F32), 2f64.powi(-149));
         assert_eq!(smallest_subnormal(DType::BF16), 2f64.powi(-133));
         assert_eq!(smallest_subnormal(DType::F16), 2f64.powi(-24));

@@ -271,6 +271,23 @@ fn check_refuses_what_is_not_a_checked_book_and_says_why() {
     let out = fkc(&["check", "--deny", "empty"], &empty);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("error: the book in . has no ```fkc contracts (`--deny empty`)"));
+    // A book whose only contract cannot be read has a contract: its error, not "no contracts".
+    let unreadable = fixture_book("no-contracts");
+    let chapter = unreadable.join("book/plain.md");
+    let text = std::fs::read_to_string(&chapter).unwrap();
+    std::fs::write(
+        &chapter,
+        format!("{text}\n```fkc\nkernel: [unclosed\n```\n"),
+    )
+    .unwrap();
+    let out = fkc(&["check", "--no-cache"], &unreadable);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("error[FKC01"), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("no ```fkc contracts"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
