@@ -54,7 +54,7 @@ codes! {
     InvalidValue = "FKC0107", "a field has a value outside its allowed set",
         "The value has the right type but is not one of the values the format allows, for example a dtype `F8` (allowed: F32, F64, BF16, F16, F8E5M2, I8, U8, I32, I64, Bool) or a layout flag `maybe` (allowed: required, accepted, rejected).";
     DuplicateName = "FKC0108", "a name is declared twice",
-        "Input, output and op-param names must be unique within a contract, because expressions refer to them by name.";
+        "Input, output and op-param names must be unique within a contract, because expressions refer to them by name; an input lists each of its dtypes once.";
     ExprSyntax = "FKC0201", "the expression does not parse",
         "Constraints, rules, cost and memory formulas are written in the FKC expression language: integers, names (`groups`, `stride[0]`, `x.dim[1]`, `dtype_bytes`), `+ - * / %` (floor division), comparisons, `&& || !`, parentheses, tuples and the functions `divisible`, `min`, `max`. The caret points at the column inside the expression where parsing stopped.";
     ExprUnknownName = "FKC0202", "a name in an expression does not bind",

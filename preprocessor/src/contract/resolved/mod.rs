@@ -9,7 +9,7 @@ use super::schema::Located;
 use crate::diag::{Code, Diagnostic};
 use crate::expr::{self, BinOp, Expr, ExprError, ExprErrorKind, ExprKind, Scope, Type};
 use crate::source::SourceFile;
-use fkc_provider::ParamKind;
+use fkc_provider::{DType, ParamKind};
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
@@ -315,6 +315,28 @@ impl Resolver<'_> {
                 self.diagnostics.push(diagnostic);
             } else {
                 seen.push(name);
+            }
+        }
+        for input in &raw.inputs {
+            self.duplicate_dtypes(&input.name.value, &input.dtypes);
+        }
+    }
+
+    /// An input lists each dtype once: a repeated one is a slip (a dtype meant and not
+    /// written, most often), and the gate would run it twice.
+    fn duplicate_dtypes(&mut self, input: &str, dtypes: &[Located<DType>]) {
+        for (index, dtype) in dtypes.iter().enumerate() {
+            let earlier = dtypes.iter().take(index);
+            if let Some(first) = earlier.into_iter().find(|d| d.value == dtype.value) {
+                let diagnostic = Diagnostic::error(
+                    Code::DuplicateName,
+                    self.source,
+                    dtype.span.clone(),
+                    format!("`{}` is listed twice in `{input}`'s dtypes", dtype.value.name()),
+                )
+                .with_secondary(first.span.clone(), "first listed here")
+                .with_help("list each dtype the kernel accepts once");
+                self.diagnostics.push(diagnostic);
             }
         }
     }
