@@ -142,6 +142,43 @@ fn run_errors_are_located_in_the_pseudo_code() {
     );
     let endless = "for a in 0..100000, b in 0..100000, c in 0..100000:\n  d = a\nfor i in out:\n  out[i] = 0\n";
     assert_eq!(run_error(endless).kind, SemanticsErrorKind::Budget);
+    let huge = "big: f64[2048, 1024] = 0\nfor i in out:\n  out[i] = 0\n";
+    assert!(run_error(huge).message.contains("local tensor of more than"));
+}
+
+#[test]
+fn a_contract_s_runs_share_one_step_budget() {
+    // Each run takes about 2000 steps (a loop of 1000, a step per iteration and per statement).
+    let busy = "for t in 0..1000:\n  d = t\nfor i in out:\n  out[i] = 0\n";
+    let signature = Signature {
+        inputs: vec![tensor("x", 4, false)],
+        outputs: vec![tensor("out", 4, false)],
+        params: Vec::new(),
+        undeclared_absent: false,
+    };
+    let program = compile(busy, &signature, DType::F32);
+    let inputs = [Some((vec![1, 1, 1, 1], vec![0.5]))];
+    let on = Inputs {
+        inputs: &inputs,
+        outputs: &[vec![1, 1, 1, 1]],
+        params: &[],
+        dtype: DType::F32,
+    };
+    let runs = |once: &dyn Fn() -> Result<(), SemanticsError>| (0..4).map(|_| once()).collect::<Vec<_>>();
+    for trace in [false, true] {
+        let once = || run(&program, &on, &Exact::default(), trace).map(|_| ());
+        assert!(runs(&once).iter().all(Result::is_ok), "no budget: every run");
+        let ran = fuel::within(5000, || runs(&once));
+        assert!(ran[0].is_ok() && ran[1].is_ok(), "{ran:?}");
+        let refused = ran[2].as_ref().unwrap_err();
+        assert_eq!(refused.kind, SemanticsErrorKind::Budget);
+        assert!(
+            refused.message.contains("more than 5000 steps over this contract's samples"),
+            "{}",
+            refused.message
+        );
+        assert!(ran[3].is_err(), "the budget stays spent");
+    }
 }
 
 #[test]

@@ -112,4 +112,4 @@ pub struct Outcome<C> {
 /// At most this many loop iterations and statements per run.
 pub const MAX_STEPS: u64 = 200_000_000;
 /// At most this many elements in one local tensor.
-pub const MAX_LOCAL_ELEMENTS: usize = 1 << 24;
+pub const MAX_LOCAL_ELEMENTS: usize = 1 << 20;

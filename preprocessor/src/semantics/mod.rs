@@ -49,6 +49,7 @@ pub mod exact;
 mod exec;
 pub(crate) mod fast;
 pub mod float;
+pub mod fuel;
 pub mod ir;
 mod lexer;
 mod machine;

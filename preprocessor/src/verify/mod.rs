@@ -51,6 +51,7 @@ use crate::contract::resolved::Contract;
 use crate::diag::{Code, Diagnostic};
 use crate::import::Import;
 use crate::providers::{Kernel, Provider};
+use crate::semantics::fuel;
 use crate::source::SourceFile;
 use constraints::Domain;
 use fkc_provider::DType;
@@ -96,6 +97,24 @@ pub struct Evidence {
 
 /// Runs the gate on one imported contract.
 pub fn verify(
+    raw: &RawContract,
+    contract: &Contract,
+    import: &Import,
+    provider: &Provider,
+    builtin: &Provider,
+    source: &Arc<SourceFile>,
+    options: VerifyOptions,
+) -> (Evidence, Vec<Diagnostic>) {
+    // Every semantics run of the contract shares one step budget (hostile pseudo-code is
+    // bounded over the whole contract, not only per sample).
+    let samples = u64::try_from(options.samples.max(1)).unwrap_or(u64::MAX);
+    let steps = fuel::STEPS_PER_SAMPLE.saturating_mul(samples);
+    fuel::within(steps, || {
+        verify_within(raw, contract, import, provider, builtin, source, options)
+    })
+}
+
+fn verify_within(
     raw: &RawContract,
     contract: &Contract,
     import: &Import,

@@ -42,17 +42,30 @@ pub struct Bail;
 type Go<T> = Result<T, Bail>;
 
 /// Runs `program` on `inputs` in `arith` (without tracing): `None` when the reference must run it.
+#[cfg(test)]
 pub fn run<A: Arith>(
     program: &Program,
     inputs: &Inputs<'_>,
     arith: &A,
 ) -> Option<Outcome<A::Cell>> {
+    run_within(program, inputs, arith, super::machine::MAX_STEPS).map(|(outcome, _)| outcome)
+}
+
+/// [`run`] within `allowed` steps, with the steps it took.
+pub fn run_within<A: Arith>(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    arith: &A,
+    allowed: u64,
+) -> Option<(Outcome<A::Cell>, u64)> {
     let mut exec = Exec::new(program, inputs, arith)?;
+    exec.steps_left = allowed;
     let code = program
         .lowered
         .get::<A, _>(inputs, || lower(program, inputs, arith, &exec))?;
     exec.block(&code).ok()?;
-    exec.finish()
+    let used = allowed - exec.steps_left;
+    Some((exec.finish()?, used))
 }
 
 /// How many samples' forms a program keeps.

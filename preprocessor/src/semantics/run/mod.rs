@@ -30,14 +30,20 @@ pub fn run<A: Arith>(
     arith: &A,
     trace: bool,
 ) -> Result<Outcome<A::Cell>, SemanticsError> {
-    if !trace && let Some(outcome) = super::exec::run(program, inputs, arith) {
+    let allowed = super::fuel::allowed();
+    if !trace && let Some((outcome, used)) = super::exec::run_within(program, inputs, arith, allowed)
+    {
+        super::fuel::spend(used);
         return Ok(outcome);
     }
-    reference(program, inputs, arith, trace, true)
+    let (outcome, used) = reference_within(program, inputs, arith, trace, true, allowed);
+    super::fuel::spend(used);
+    outcome
 }
 
 /// The reference interpreter: the checked program walked statement by statement, its planned
 /// loop nests run by their plans when `plans` (the generic walk everywhere otherwise).
+#[cfg_attr(not(feature = "internals"), allow(dead_code))] // the tests' and fuzzers' API
 pub fn reference<A: Arith>(
     program: &Program,
     inputs: &Inputs<'_>,
@@ -45,10 +51,25 @@ pub fn reference<A: Arith>(
     trace: bool,
     plans: bool,
 ) -> Result<Outcome<A::Cell>, SemanticsError> {
+    reference_within(program, inputs, arith, trace, plans, MAX_STEPS).0
+}
+
+/// [`reference`] within `allowed` steps, with the steps it took.
+fn reference_within<A: Arith>(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    arith: &A,
+    trace: bool,
+    plans: bool,
+    allowed: u64,
+) -> (Result<Outcome<A::Cell>, SemanticsError>, u64) {
     let mut frame = Frame::new(program, inputs, arith, trace);
     frame.plans = plans;
-    frame.block(&program.body).map_err(|e| *e)?;
-    frame.finish()
+    frame.steps_left = allowed;
+    frame.allowed = allowed;
+    let ran = frame.block(&program.body).map_err(|e| *e);
+    let used = allowed - frame.steps_left;
+    (ran.and_then(|()| frame.finish()), used)
 }
 
 /// A tensor's storage during a run.
@@ -101,6 +122,8 @@ struct Frame<'p, A: Arith> {
     tensors: Vec<Storage<'p, A::Cell>>,
     counts: Counts,
     steps_left: u64,
+    /// The steps this run was given (see [`super::fuel`]).
+    allowed: u64,
     /// With tracing: each value slot's steps, and the reads of the expression being evaluated.
     trace: bool,
     val_steps: Vec<Vec<Step>>,
@@ -151,6 +174,7 @@ impl<'p, A: Arith> Frame<'p, A> {
             tensors,
             counts: Counts::default(),
             steps_left: MAX_STEPS,
+            allowed: MAX_STEPS,
             trace,
             val_steps: vec![Vec::new(); if trace { program.vals.len() } else { 0 }],
             pending: Vec::new(),
@@ -202,13 +226,18 @@ impl<'p, A: Arith> Frame<'p, A> {
     }
 
     fn step(&mut self, span: Span) -> Fallible<()> {
-        if self.steps_left == 0 {
+        self.steps(span, 1)
+    }
+
+    /// Takes `n` steps, or refuses them all before any is taken (nothing is charged then).
+    fn steps(&mut self, span: Span, n: u64) -> Fallible<()> {
+        if n > self.steps_left {
             return Err(Box::new(SemanticsError::budget(
                 span,
-                format!("the pseudo-code ran more than {MAX_STEPS} steps on one sample"),
+                super::fuel::exceeded(self.allowed),
             )));
         }
-        self.steps_left -= 1;
+        self.steps_left -= n;
         Ok(())
     }
 
@@ -238,9 +267,9 @@ impl<'p, A: Arith> Frame<'p, A> {
                     return Ok(());
                 }
                 let (lo, hi) = (self.int(lo)?, self.int(hi)?);
-                if u64::try_from(hi.saturating_sub(lo)).unwrap_or(0) > self.steps_left {
-                    self.steps_left = 0;
-                    self.step(*span)?; // certain to exceed the budget: refused before it starts
+                let iterations = u64::try_from(hi.saturating_sub(lo)).unwrap_or(0);
+                if iterations > self.steps_left {
+                    self.steps(*span, iterations)?; // certain to exceed: refused before it starts
                 }
                 for i in lo..hi {
                     self.step(*span)?;
@@ -365,6 +394,8 @@ impl<'p, A: Arith> Frame<'p, A> {
                             format!("a local tensor of more than {MAX_LOCAL_ELEMENTS} elements"),
                         )
                     })?;
+                // Filling the local is work: one step per element.
+                self.steps(*span, len as u64)?;
                 let v = self.val(init)?;
                 let cell = self.arith.store(v);
                 let trace = self.trace;

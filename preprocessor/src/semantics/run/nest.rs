@@ -7,7 +7,7 @@ use super::super::ast::AssignOp;
 use super::super::error::SemanticsError;
 use super::super::fast::{self, FastVal, NestPlan};
 use super::super::ir::ValOp;
-use super::super::machine::{Arith, MAX_STEPS};
+use super::super::machine::Arith;
 use super::Frame;
 use super::errors::{Fallible, absent, overflow, read_before_write};
 use crate::expr::Span;
@@ -86,7 +86,7 @@ impl<A: Arith> Frame<'_, A> {
             // certain to exceed the budget: refused before it starts
             return Err(Box::new(SemanticsError::budget(
                 this_span(plan),
-                format!("the pseudo-code ran more than {MAX_STEPS} steps on one sample"),
+                super::super::fuel::exceeded(self.allowed),
             )));
         }
         if iterations.saturating_mul(1 + plan.updates.len() as u64) > self.steps_left {
