@@ -253,8 +253,9 @@ fn runs_x86_v4() -> bool {
 /// `rendered` with what depends on this machine's instruction-set levels left out, so that the
 /// snapshot is the same on every machine: the cells of the levels row (which names the machine
 /// and its levels) and of the code paths row (a path of a level this machine cannot run is not
-/// required here) become placeholders, and the sample counts of the rows that count grown
-/// samples (grown until every path this machine's levels take is reached) become `N`.
+/// required here) become placeholders, the sample counts of the rows that count grown
+/// samples (grown until every path this machine's levels take is reached) become `N`, and
+/// the rows of dtypes merged because their counts agree are split again.
 fn without_machine(rendered: &str) -> String {
     const ROWS: [(&str, &str); 2] = [
         ("instruction-set levels", "(this machine's levels)"),
@@ -284,11 +285,8 @@ fn without_machine(rendered: &str) -> String {
     };
     rendered
         .lines()
-        .map(|line| {
-            cell(line)
-                .or_else(|| counts(line))
-                .unwrap_or_else(|| line.to_owned())
-        })
+        .flat_map(one_row_per_dtype)
+        .map(|line| cell(&line).or_else(|| counts(&line)).unwrap_or(line))
         .collect::<Vec<_>>()
         .join("\n")
         + if rendered.ends_with('\n') { "\n" } else { "" }
@@ -311,6 +309,67 @@ fn cards_split_at_their_own_closing_div() {
         pretty(&cards[1].1),
         "<div class=\"fkc-card fkc-expected\">\n<p>e</p>\n</div>"
     );
+}
+
+/// A row of several dtypes' admitted domains ("F64, BF16, F16 accepts …" through
+/// `…_{f64,bf16,f16}`, the dtype itself written `T` after "T = BF16, F16: ") as the row of
+/// each dtype: identical rows merge, and whether they are identical depends on their sample
+/// counts, which depend on the machine's levels.
+fn one_row_per_dtype(line: &str) -> Vec<String> {
+    const CHECK: &str = "<td data-label=\"check\">";
+    const ROW: &str = " accepts the admitted domain";
+    let split = || {
+        let (before, rest) = line.split_once(CHECK)?;
+        let (dtypes, after) = rest.split_once(ROW)?;
+        let names: Vec<&str> = dtypes.split(", ").collect();
+        let open = after.find("_{")?;
+        let close = open + after[open..].find('}')?;
+        let suffixes: Vec<&str> = after[open + 2..close].split(',').collect();
+        let defined = format!("T = {dtypes}: ");
+        let row = |name: &str, suffix: &str| {
+            let (head, tail) = (&after[..=open], &after[close + 1..]);
+            let text = format!("{head}{suffix}{tail}");
+            let text = match text.split_once(&defined) {
+                Some((cell, text)) => {
+                    let word = |w: &str| match w.strip_prefix('T') {
+                        Some(rest) if rest.chars().all(|c| ",.:;".contains(c)) => {
+                            format!("{name}{rest}")
+                        }
+                        _ => w.to_owned(),
+                    };
+                    let words: Vec<String> = text.split(' ').map(word).collect();
+                    format!("{cell}{}", words.join(" "))
+                }
+                None => text,
+            };
+            format!("{before}{CHECK}{name}{ROW}{text}")
+        };
+        (names.len() > 1 && names.len() == suffixes.len()).then(|| {
+            (names.iter().zip(&suffixes))
+                .map(|(n, s)| row(n, s))
+                .collect()
+        })
+    };
+    split().unwrap_or_else(|| vec![line.to_owned()])
+}
+
+#[test]
+fn merged_dtype_rows_are_split_for_the_snapshot() {
+    let row = "<tr><td data-label=\"check\">F64, F16 accepts the admitted domain</td><td>9 samples through <code>m::k_{f64,f16}</code>: ok</td></tr>";
+    assert_eq!(
+        one_row_per_dtype(row),
+        [
+            "<tr><td data-label=\"check\">F64 accepts the admitted domain</td><td>9 samples through <code>m::k_f64</code>: ok</td></tr>",
+            "<tr><td data-label=\"check\">F16 accepts the admitted domain</td><td>9 samples through <code>m::k_f16</code>: ok</td></tr>",
+        ]
+    );
+    let typed = "<td data-label=\"check\">BF16, F16 accepts the admitted domain</td><td>T = BF16, F16: 9 samples through <code>k_{bf16,f16}</code>: in T, ok";
+    assert_eq!(
+        one_row_per_dtype(typed)[1],
+        "<td data-label=\"check\">F16 accepts the admitted domain</td><td>9 samples through <code>k_f16</code>: in F16, ok"
+    );
+    let single = "<tr><td data-label=\"check\">F32 accepts the admitted domain</td><td>x</td></tr>";
+    assert_eq!(one_row_per_dtype(single), [single]);
 }
 
 /// `line` with every count of samples ("68 samples", "68 F32 samples") written `N`.
