@@ -14,15 +14,28 @@ thread_local! {
     static BUDGET: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
 }
 
-/// Runs `f` with a budget of `steps` for every semantics run it makes on this thread.
-pub fn within<T>(steps: u64, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<(u64, u64)>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            BUDGET.set(self.0);
-        }
+/// A budget of `steps` for every semantics run on this thread while it lives (the one it
+/// replaced comes back when it is dropped).
+#[derive(Debug)]
+#[must_use = "the budget ends when this is dropped"]
+pub struct Budget(Option<(u64, u64)>);
+
+impl Budget {
+    pub fn start(steps: u64) -> Budget {
+        Budget(BUDGET.replace(Some((steps, steps))))
     }
-    let _restore = Restore(BUDGET.replace(Some((steps, steps))));
+}
+
+impl Drop for Budget {
+    fn drop(&mut self) {
+        BUDGET.set(self.0);
+    }
+}
+
+/// Runs `f` within a [`Budget`] of `steps`.
+#[cfg(test)]
+pub fn within<T>(steps: u64, f: impl FnOnce() -> T) -> T {
+    let _budget = Budget::start(steps);
     f()
 }
 

@@ -108,21 +108,7 @@ pub fn verify(
     // Every semantics run of the contract shares one step budget (hostile pseudo-code is
     // bounded over the whole contract, not only per sample).
     let samples = u64::try_from(options.samples.max(1)).unwrap_or(u64::MAX);
-    let steps = fuel::STEPS_PER_SAMPLE.saturating_mul(samples);
-    fuel::within(steps, || {
-        verify_within(raw, contract, import, provider, builtin, source, options)
-    })
-}
-
-fn verify_within(
-    raw: &RawContract,
-    contract: &Contract,
-    import: &Import,
-    provider: &Provider,
-    builtin: &Provider,
-    source: &Arc<SourceFile>,
-    options: VerifyOptions,
-) -> (Evidence, Vec<Diagnostic>) {
+    let _budget = fuel::Budget::start(fuel::STEPS_PER_SAMPLE.saturating_mul(samples));
     let kernels = entry_kernels(import, provider);
     let Some(&(first_dtype, first_kernel)) = kernels.first() else {
         return (Evidence::default(), Vec::new());
