@@ -105,6 +105,9 @@ pub fn reproduce(
     source: &Arc<SourceFile>,
     request: &Reproduction,
 ) -> Result<Reproduced, ReproError> {
+    // One sample's share of the contract's step budget: a sample whose semantics take more is
+    // what spent the contract's budget, and fails again here.
+    let _budget = crate::semantics::fuel::Budget::start(crate::semantics::fuel::STEPS_PER_SAMPLE);
     let kernels = entry_kernels(import, provider);
     let (_, first) = kernels.first().ok_or(ReproError::NoEntryPoint)?;
     let declared = import.entry_points.iter().any(|e| e.dtype == request.dtype);
@@ -518,6 +521,25 @@ mod tests {
         };
         let verdict = passes(replayed(&lie, &scaled, &[DType::F32], &absent_x));
         assert!(verdict.contains("refuses a call without `x`"), "{verdict}");
+    }
+
+    #[test]
+    fn a_sample_gets_its_share_of_the_contract_s_step_budget() {
+        let pool = provider(vec![entry(
+            "synthetic::pool_f32",
+            DType::F32,
+            MAX_POOL2D_INPUTS,
+        )]);
+        // About 18 million steps on one sample: within the per-sample limit, beyond its share.
+        let busy = "semantics: |\n  for n, c, oh, ow in out:\n    m = x[n, c, oh * stride, ow * stride]\n    for t in 0..9000000:\n      m = max(m, x[n, c, oh * stride, ow * stride])\n    out[n, c, oh, ow] = m\n";
+        let request = Reproduction {
+            dtype: DType::F32,
+            seed: 1,
+            check: Check::Domain,
+            sample: Sample::parse(SMALLEST).unwrap(),
+        };
+        let again = replayed(&contract("F32", "", busy), &pool, &[DType::F32], &request);
+        assert_eq!(codes(again), [Code::SemanticsBudget]);
     }
 
     #[test]
