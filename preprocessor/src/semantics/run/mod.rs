@@ -63,10 +63,8 @@ fn reference_within<A: Arith>(
     plans: bool,
     allowed: u64,
 ) -> (Result<Outcome<A::Cell>, SemanticsError>, u64) {
-    let mut frame = Frame::new(program, inputs, arith, trace);
+    let mut frame = Frame::new(program, inputs, arith, trace, allowed);
     frame.plans = plans;
-    frame.steps_left = allowed;
-    frame.allowed = allowed;
     let ran = frame.block(&program.body).map_err(|e| *e);
     let used = allowed - frame.steps_left;
     (ran.and_then(|()| frame.finish()), used)
@@ -144,7 +142,13 @@ struct Frame<'p, A: Arith> {
 }
 
 impl<'p, A: Arith> Frame<'p, A> {
-    fn new(program: &'p Program, inputs: &'p Inputs<'p>, arith: &'p A, trace: bool) -> Self {
+    fn new(
+        program: &'p Program,
+        inputs: &'p Inputs<'p>,
+        arith: &'p A,
+        trace: bool,
+        allowed: u64,
+    ) -> Self {
         let tensors = program
             .tensors
             .iter()
@@ -173,8 +177,8 @@ impl<'p, A: Arith> Frame<'p, A> {
             vals: vec![None; program.vals.len()],
             tensors,
             counts: Counts::default(),
-            steps_left: MAX_STEPS,
-            allowed: MAX_STEPS,
+            steps_left: allowed,
+            allowed,
             trace,
             val_steps: vec![Vec::new(); if trace { program.vals.len() } else { 0 }],
             pending: Vec::new(),
