@@ -164,7 +164,7 @@ codes! {
     SemanticsRun = "FKC0504", "the semantics fail on a sample",
         "On a sample the contract admits, the semantics read an index outside its tensor, read an element or local before writing it, leave an output element unwritten, read an absent optional input, or divide an index by zero. The semantics must define every output element of every admitted sample; the note names the sample.";
     SemanticsBudget = "FKC0505", "the semantics exceed a budget",
-        "The semantics are bounded so that hostile text cannot stall a build: 16 KiB of text, 8192 tokens, 48 levels of nesting, 200 million steps and about a million (2^20) elements per local tensor on one sample (filling a local costs a step per element), and 16 million steps per sample drawn (`samples`) over all of a contract's runs.";
+        "The semantics are bounded so that hostile text cannot stall a build: 16 KiB of text, 8192 tokens, 48 levels of nesting, 200 million steps and about a million (2^20) elements per local tensor on one sample (filling a local costs a step per element), and 16 million steps per sample drawn (`samples`, counted as at least the default 24: the grown samples, attacks and worked example run whatever it says) over all of a contract's runs.";
     NoSemantics = "FKC0506", "values unchecked: the contract has no semantics",
         "The gate checks a kernel's values against its contract's `semantics` (or its op kind's standard semantics). A contract with neither has its transport, shapes, costs and layouts checked, but not its numbers: its page says so, and `mdbook-fkc check --deny unchecked` makes it an error.";
 }

@@ -5,8 +5,10 @@
 use super::machine::MAX_STEPS;
 use std::cell::Cell;
 
-/// Steps the gate allows a contract's semantics per sample drawn (`samples`): the heaviest
-/// contract of this repository's book takes about a twentieth of it.
+/// Steps the gate allows a contract's semantics per sample drawn (`samples`, counted as at
+/// least the default): the heaviest contract of this repository's book takes about a twentieth
+/// of the default's budget, and nearly as much at `samples = 1` (most of its runs are the grown
+/// samples, the attacks and the worked example, which do not shrink with `samples`).
 pub const STEPS_PER_SAMPLE: u64 = 16_000_000;
 
 thread_local! {
@@ -55,7 +57,7 @@ pub(super) fn spend(steps: u64) {
 pub(super) fn exceeded(allowed: u64) -> String {
     match BUDGET.get() {
         Some((_, given)) if allowed < MAX_STEPS => format!(
-            "the pseudo-code ran more than {given} steps over this contract's samples ({STEPS_PER_SAMPLE} per sample drawn)"
+            "the pseudo-code ran more than {given} steps over this contract's samples ({STEPS_PER_SAMPLE} per sample drawn, counting at least the default `samples`)"
         ),
         _ => format!("the pseudo-code ran more than {MAX_STEPS} steps on one sample"),
     }

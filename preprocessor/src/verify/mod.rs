@@ -106,8 +106,11 @@ pub fn verify(
     options: VerifyOptions,
 ) -> (Evidence, Vec<Diagnostic>) {
     // Every semantics run of the contract shares one step budget (hostile pseudo-code is
-    // bounded over the whole contract, not only per sample).
-    let samples = u64::try_from(options.samples.max(1)).unwrap_or(u64::MAX);
+    // bounded over the whole contract, not only per sample). The grown samples, the attacks
+    // and the worked example are run whatever `samples` says, so the budget never falls below
+    // the default's.
+    let counted = options.samples.max(VerifyOptions::default().samples);
+    let samples = u64::try_from(counted).unwrap_or(u64::MAX);
     let _budget = fuel::Budget::start(fuel::STEPS_PER_SAMPLE.saturating_mul(samples));
     let kernels = entry_kernels(import, provider);
     let Some(&(first_dtype, first_kernel)) = kernels.first() else {

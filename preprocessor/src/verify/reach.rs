@@ -5,8 +5,10 @@
 //! widths (so its last vector has every residue), and each other dim raised past the register
 //! tiles ([`RAISED`]), the dims that constraints tie to it following. A raised sample is kept
 //! when it reaches a set of code paths no kept sample reached; while a path the contract
-//! names is still unreached, random growth goes on for at most [`TRIES`] candidates. Every
-//! other grown sample then gets its optional inputs present.
+//! names is still unreached, random growth goes on for at most [`TRIES`] candidates. One
+//! sample with every dim raised together ([`TOGETHER`]) comes last, kept whatever its paths:
+//! its reductions are long where the drawn samples' may all be single terms. Every other grown
+//! sample then gets its optional inputs present.
 
 use std::collections::BTreeSet;
 
@@ -32,6 +34,8 @@ const RAISED: [i64; 4] = [4, 5, 8, 9];
 const RAISED_PARAM: [i64; 2] = [2, 4];
 /// The value two dims raised together take.
 const PAIRED: i64 = 9;
+/// The values every dim raised together tries, in turn.
+const TOGETHER: [i64; 3] = [4, 3, 2];
 /// The smallest samples the sweep starts from, in turn, until every extent is reached.
 const SWEEP_BASES: usize = 4;
 /// The elements (operands and outputs) a grown sample may have.
@@ -168,6 +172,16 @@ impl Gate<'_> {
             let candidate = self.domain.tied(&candidate, dtype);
             self.keep_if_new(kernel, dtype, candidate, admitted, &mut grown, &mut seen);
         }
+        // Last, one sample with every dim raised together, whatever its paths: its reductions
+        // are long (every channel, every tap of a window) where the drawn samples' may all be
+        // single terms, so the values are compared on real sums.
+        if let Some(base) = bases.first()
+            && let Some(together) = self.raised_together(base, dtype)
+            && !grown.iter().any(|(s, _)| *s == together)
+            && let Some((outputs, _)) = self.try_grown(kernel, dtype, &together, admitted)
+        {
+            grown.push((together, outputs));
+        }
         self.optional_inputs_present(&mut grown, dtype);
         let mixed = self.with_drawn_params(&grown, admitted, dtype);
         grown.splice(0..0, mixed);
@@ -252,6 +266,26 @@ impl Gate<'_> {
             }
         }
         lowest
+    }
+
+    /// `sample` with every present dim at least [`TOGETHER`]'s first value that gives a sample
+    /// small enough (the dims tied to them following).
+    fn raised_together(&self, sample: &Sample, dtype: DType) -> Option<Sample> {
+        TOGETHER.iter().find_map(|&value| {
+            let mut raised = sample.clone();
+            for (_, dims, present) in &mut raised.inputs {
+                if *present {
+                    dims.iter_mut().for_each(|d| *d = (*d).max(value));
+                }
+            }
+            let candidate = self.domain.tied(&raised, dtype);
+            match self.domain.verdict(&candidate, dtype) {
+                Verdict::Admitted { outputs } if weight(&candidate, &outputs) <= GROWN_ELEMENTS => {
+                    Some(candidate)
+                }
+                _ => None,
+            }
+        })
     }
 
     /// `sample` with the first input's innermost extent set to `extent` (and the dims tied to
