@@ -302,11 +302,12 @@ impl Gate<'_> {
     }
 
     /// Where the constraint the kernel enforces is missing, and what to say there: the
-    /// parameter or input the kernel's message names (its constraint, or its declaration when it
-    /// has none), else the first output's shape rule, which admitted the sample.
-    fn missing_constraint_at(&self, error: &str) -> (std::ops::Range<usize>, String) {
-        let named = |name: &str| {
-            error.match_indices(name).any(|(at, _)| {
+    /// parameter or input the kernel's message names first (its constraint, or its declaration
+    /// when it has none), else the first output's shape rule, which admitted the sample.
+    pub(super) fn missing_constraint_at(&self, error: &str) -> (std::ops::Range<usize>, String) {
+        // where the message first names `name` as a whole word
+        let named_at = |name: &str| {
+            error.match_indices(name).map(|(at, _)| at).find(|&at| {
                 let before = error[..at].chars().next_back();
                 let after = error[at + name.len()..].chars().next();
                 let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
@@ -316,15 +317,21 @@ impl Gate<'_> {
         let refused = |name: &str| {
             format!("the kernel refuses this `{name}`, though every constraint here holds")
         };
-        let mut params = self.raw.op_params.iter().flat_map(|p| &p.fields);
-        if let Some(field) = params.find(|f| named(&f.name.value)) {
+        let params = self.raw.op_params.iter().flat_map(|p| &p.fields);
+        let first_param = params
+            .filter_map(|f| Some((named_at(&f.name.value)?, f)))
+            .min_by_key(|(at, _)| *at);
+        if let Some((_, field)) = first_param {
             let at = field
                 .constraint
                 .as_ref()
                 .map_or(&field.name.span, |c| &c.span);
             return (at.clone(), refused(&field.name.value));
         }
-        if let Some(input) = self.raw.inputs.iter().find(|i| named(&i.name.value)) {
+        let first_input = (self.raw.inputs.iter())
+            .filter_map(|i| Some((named_at(&i.name.value)?, i)))
+            .min_by_key(|(at, _)| *at);
+        if let Some((_, input)) = first_input {
             let at = input
                 .shape_constraint
                 .as_ref()

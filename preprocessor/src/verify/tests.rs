@@ -246,3 +246,32 @@ fn the_real_kernel_passes_the_same_checks() {
         []
     );
 }
+
+#[test]
+fn an_under_constraint_points_at_the_parameter_the_kernel_names_first() {
+    let provider = Provider::builtin();
+    let info = provider
+        .description()
+        .entry_point("fuel_reference_backend::ops::max_pool2d_f32")
+        .unwrap();
+    let kernel = Kernel {
+        info,
+        provider: &provider,
+    };
+    let (source, raw, contract) = read_resolved(POOL);
+    let gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+    let at = |error: &str| {
+        let (span, label) = gate.missing_constraint_at(error);
+        (source.text[span].to_owned(), label)
+    };
+    // `kernel_size` is declared first, but the message is about `stride`
+    let (text, label) = at("stride 3 must be at most kernel_size 2");
+    assert!(text.contains("stride > 0"), "{text}");
+    assert!(label.contains("`stride`"), "{label}");
+    let (text, label) = at("kernel_size 5 exceeds the input; stride 1");
+    assert!(text.contains("kernel_size > 0"), "{text}");
+    assert!(label.contains("`kernel_size`"), "{label}");
+    // an input's name, when no parameter is named; a word inside another does not count
+    let (_, label) = at("x is too small for this strided window");
+    assert!(label.contains("`x`"), "{label}");
+}
