@@ -305,33 +305,18 @@ impl Gate<'_> {
     /// parameter or input the kernel's message names first (its constraint, or its declaration
     /// when it has none), else the first output's shape rule, which admitted the sample.
     pub(super) fn missing_constraint_at(&self, error: &str) -> (std::ops::Range<usize>, String) {
-        // where the message first names `name` as a whole word
-        let named_at = |name: &str| {
-            error.match_indices(name).map(|(at, _)| at).find(|&at| {
-                let before = error[..at].chars().next_back();
-                let after = error[at + name.len()..].chars().next();
-                let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-                !word(before) && !word(after)
-            })
-        };
         let refused = |name: &str| {
             format!("the kernel refuses this `{name}`, though every constraint here holds")
         };
         let params = self.raw.op_params.iter().flat_map(|p| &p.fields);
-        let first_param = params
-            .filter_map(|f| Some((named_at(&f.name.value)?, f)))
-            .min_by_key(|(at, _)| *at);
-        if let Some((_, field)) = first_param {
+        if let Some(field) = named_first(error, params, |f| &f.name.value) {
             let at = field
                 .constraint
                 .as_ref()
                 .map_or(&field.name.span, |c| &c.span);
             return (at.clone(), refused(&field.name.value));
         }
-        let first_input = (self.raw.inputs.iter())
-            .filter_map(|i| Some((named_at(&i.name.value)?, i)))
-            .min_by_key(|(at, _)| *at);
-        if let Some((_, input)) = first_input {
+        if let Some(input) = named_first(error, self.raw.inputs.iter(), |i| &i.name.value) {
             let at = input
                 .shape_constraint
                 .as_ref()
@@ -388,4 +373,25 @@ impl Gate<'_> {
             "declare `determinism: nondeterministic`, or make the kernel's order fixed".to_owned(),
         );
     }
+}
+
+/// The item whose name `error` mentions first as a whole word (the first in `items` among
+/// equals).
+fn named_first<'a, T>(
+    error: &str,
+    items: impl Iterator<Item = &'a T>,
+    name: impl Fn(&T) -> &str,
+) -> Option<&'a T> {
+    let named_at = |name: &str| {
+        error.match_indices(name).map(|(at, _)| at).find(|&at| {
+            let before = error[..at].chars().next_back();
+            let after = error[at + name.len()..].chars().next();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !word(before) && !word(after)
+        })
+    };
+    items
+        .filter_map(|item| Some((named_at(name(item))?, item)))
+        .min_by_key(|(at, _)| *at)
+        .map(|(_, item)| item)
 }

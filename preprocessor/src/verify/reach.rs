@@ -209,8 +209,7 @@ impl Gate<'_> {
                 }
             }
             let candidate = self.domain.tied(&candidate, dtype);
-            if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
-                && weight(&candidate, &outputs) <= GROWN_ELEMENTS
+            if let Some(outputs) = self.small_enough(&candidate, dtype)
                 && !grown.iter().chain(&mixed).any(|(s, _)| *s == candidate)
             {
                 mixed.push((candidate, outputs));
@@ -279,13 +278,18 @@ impl Gate<'_> {
                 }
             }
             let candidate = self.domain.tied(&raised, dtype);
-            match self.domain.verdict(&candidate, dtype) {
-                Verdict::Admitted { outputs } if weight(&candidate, &outputs) <= GROWN_ELEMENTS => {
-                    Some(candidate)
-                }
-                _ => None,
-            }
+            self.small_enough(&candidate, dtype).map(|_| candidate)
         })
+    }
+
+    /// The outputs of `candidate` when it is admitted with at most [`GROWN_ELEMENTS`] elements.
+    fn small_enough(&self, candidate: &Sample, dtype: DType) -> Option<Vec<Vec<i64>>> {
+        match self.domain.verdict(candidate, dtype) {
+            Verdict::Admitted { outputs } if weight(candidate, &outputs) <= GROWN_ELEMENTS => {
+                Some(outputs)
+            }
+            _ => None,
+        }
     }
 
     /// `sample` with the first input's innermost extent set to `extent` (and the dims tied to
@@ -334,12 +338,7 @@ impl Gate<'_> {
         if self.growth_stopped || admitted.iter().any(|(s, _)| s == candidate) {
             return None;
         }
-        let Verdict::Admitted { outputs } = self.domain.verdict(candidate, dtype) else {
-            return None;
-        };
-        if weight(candidate, &outputs) > GROWN_ELEMENTS {
-            return None;
-        }
+        let outputs = self.small_enough(candidate, dtype)?;
         let runs = self.levels.main_only();
         match call(kernel, &self.domain, candidate, dtype, self.seed, runs) {
             Outcome::Accepted(accepted) => {
