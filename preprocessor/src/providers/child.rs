@@ -76,7 +76,8 @@ pub struct Fault {
 #[derive(Debug)]
 pub struct Session {
     process: std::process::Child,
-    stdin: ChildStdin,
+    /// `None` once the session is ending (closed, so that the provider sees the end).
+    stdin: Option<ChildStdin>,
     frames: Frames,
     stderr: Arc<Mutex<String>>,
     stderr_reader: std::thread::JoinHandle<()>,
@@ -183,7 +184,7 @@ impl Session {
         let (stderr, stderr_reader) = tail_of(stderr);
         Ok(Session {
             process,
-            stdin,
+            stdin: Some(stdin),
             frames: Frames::read(stdout, config.max_line_bytes),
             stderr,
             stderr_reader,
@@ -224,10 +225,10 @@ impl Session {
         let mut line = serde_json::to_vec(&Request { id, method })
             .map_err(|e| Crash::Died(format!("cannot encode the request: {e}")))?;
         line.push(b'\n');
-        let sent = self
-            .stdin
-            .write_all(&line)
-            .and_then(|()| self.stdin.flush());
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(&line).and_then(|()| stdin.flush()),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        };
         match sent {
             Ok(()) => Ok(id),
             Err(_) => Err(Crash::Died(self.ended("its stdin is closed"))),
@@ -375,7 +376,26 @@ impl Session {
     }
 }
 
+/// Ends sessions that served well the way a provider expects: each one's stdin is closed and
+/// it has [`EXIT_GRACE`] to exit (and whatever it pipes through, such as a `tee`, to finish its
+/// writes); then each is dropped, its group killed with any process it left behind.
+pub fn end_all(mut sessions: Vec<Session>) {
+    for session in &mut sessions {
+        session.stdin = None;
+    }
+    let deadline = Instant::now() + EXIT_GRACE;
+    while Instant::now() < deadline
+        && sessions
+            .iter_mut()
+            .any(|session| matches!(session.process.try_wait(), Ok(None)))
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 impl Drop for Session {
+    /// A session dropped is over at once: its group is killed (a crashed or hung provider gets
+    /// no grace; [`end_all`] gives one to those that served well).
     fn drop(&mut self) {
         kill_group(&self.process);
         let _ = self.process.kill();

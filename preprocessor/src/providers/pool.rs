@@ -3,7 +3,7 @@
 //! turned into a [`CallOutcome`] here, its outputs checked against what the host accepts before
 //! anything is decoded.
 
-use super::child::{Exchange, Fault, Session};
+use super::child::{Exchange, Fault, Session, end_all};
 use super::{CallOutcome, Crash, ProviderConfig};
 use fkc_provider::protocol::{Answer, Method, WireTensor};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -113,6 +113,13 @@ impl Pool {
         }
         drop(state);
         self.freed.notify_one();
+    }
+}
+
+impl Drop for Pool {
+    /// The build is done with the provider: its sessions end as a provider expects.
+    fn drop(&mut self) {
+        end_all(std::mem::take(&mut self.lock().idle));
     }
 }
 

@@ -467,6 +467,27 @@ fn both_providers_traffic_matches_the_protocol_s_json_schemas() {
     assert!(said.contains("responses.jsonl:2: answer"), "{said}");
 }
 
+#[test]
+fn a_provider_that_served_well_is_ended_by_its_closed_stdin_not_killed() {
+    // What the provider's shell runs after the provider exits shows how the session ended: a
+    // killed group runs nothing more. (A `tee` recording the traffic lost its last request so.)
+    let dir = demo_book();
+    let command = provider_bins().join("fkc-provider").display().to_string();
+    let toml = dir.join("book.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let then = format!("\"{command}; echo ended >> ended.txt\"");
+    let text = text.replace(&format!("\"{command}\""), &then);
+    assert!(text.contains(&then), "{text}");
+    std::fs::write(&toml, text).unwrap();
+    let output = fkc(&["check", "--no-cache"], &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let ended = std::fs::read_to_string(dir.join("ended.txt")).unwrap_or_default();
+    assert_eq!(
+        ended, "ended\n",
+        "the provider's session did not end by its stdin"
+    );
+}
+
 /// The ```` ```LANG ```` blocks of a Markdown text, in order.
 fn code_blocks<'t>(text: &'t str, lang: &str) -> Vec<&'t str> {
     let open = format!("```{lang}\n");
