@@ -78,6 +78,8 @@ pub struct Session {
     process: std::process::Child,
     /// `None` once the session is ending (closed, so that the provider sees the end).
     stdin: Option<ChildStdin>,
+    /// The last line awaited did not come in time.
+    timed_out: bool,
     frames: Frames,
     stderr: Arc<Mutex<String>>,
     stderr_reader: std::thread::JoinHandle<()>,
@@ -185,6 +187,7 @@ impl Session {
         Ok(Session {
             process,
             stdin: Some(stdin),
+            timed_out: false,
             frames: Frames::read(stdout, config.max_line_bytes),
             stderr,
             stderr_reader,
@@ -286,8 +289,6 @@ impl Session {
         }
     }
 
-    /// The next line from the provider, watching for its exit; `limit` is only named in a
-    /// time-out.
     /// The provider's first line, within `start-timeout-ms`. A provider silent for a while says
     /// so once on stderr (a first `cargo run` compiles it for minutes): the author sees why the
     /// build waits, and not a hang.
@@ -308,7 +309,15 @@ impl Session {
         }
     }
 
+    /// The next line from the provider, watching for its exit; `limit` is only named in a
+    /// time-out (after which the session is known to have timed out).
     fn next_line(&mut self, deadline: Instant, limit: Duration) -> Result<Vec<u8>, Crash> {
+        let line = self.wait_for_line(deadline, limit);
+        self.timed_out = matches!(line, Err(Crash::TimedOut(_)));
+        line
+    }
+
+    fn wait_for_line(&mut self, deadline: Instant, limit: Duration) -> Result<Vec<u8>, Crash> {
         loop {
             let slice = deadline.min(Instant::now() + WATCH);
             match self.frames.next(slice) {
@@ -376,27 +385,19 @@ impl Session {
     }
 }
 
-/// Ends sessions that served well the way a provider expects: each one's stdin is closed and
-/// it has [`EXIT_GRACE`] to exit (and whatever it pipes through, such as a `tee`, to finish its
-/// writes); then each is dropped, its group killed with any process it left behind.
-pub fn end_all(mut sessions: Vec<Session>) {
-    for session in &mut sessions {
-        session.stdin = None;
-    }
-    let deadline = Instant::now() + EXIT_GRACE;
-    while Instant::now() < deadline
-        && sessions
-            .iter_mut()
-            .any(|session| matches!(session.process.try_wait(), Ok(None)))
-    {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 impl Drop for Session {
-    /// A session dropped is over at once: its group is killed (a crashed or hung provider gets
-    /// no grace; [`end_all`] gives one to those that served well).
+    /// Ends the session the way a provider expects: its stdin is closed and it has
+    /// [`EXIT_GRACE`] to exit (and whatever it pipes through, such as a `tee`, to finish its
+    /// writes) — unless its last answer was awaited in vain: a hung provider gets no grace.
+    /// Then its group is killed, taking any process it left behind.
     fn drop(&mut self) {
+        if !self.timed_out {
+            self.stdin = None;
+            let deadline = Instant::now() + EXIT_GRACE;
+            while matches!(self.process.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
         kill_group(&self.process);
         let _ = self.process.kill();
         let _ = self.process.wait();

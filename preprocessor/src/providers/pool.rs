@@ -3,7 +3,7 @@
 //! turned into a [`CallOutcome`] here, its outputs checked against what the host accepts before
 //! anything is decoded.
 
-use super::child::{Exchange, Fault, Session, end_all};
+use super::child::{Exchange, Fault, Session};
 use super::{CallOutcome, Crash, ProviderConfig};
 use fkc_provider::protocol::{Answer, Method, WireTensor};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -42,7 +42,7 @@ impl Pool {
     }
 
     /// Sends `method` on a free session (starting one when fewer than `jobs` run) and awaits
-    /// its answer; a session that crashed is dropped (killed), the others wait for the next.
+    /// its answer; a session that crashed is dropped (ended), the others wait for the next.
     pub fn exchange(&self, method: Method, call: Option<&str>) -> Exchange {
         let mut session = match self.take() {
             Ok(session) => session,
@@ -113,13 +113,6 @@ impl Pool {
         }
         drop(state);
         self.freed.notify_one();
-    }
-}
-
-impl Drop for Pool {
-    /// The build is done with the provider: its sessions end as a provider expects.
-    fn drop(&mut self) {
-        end_all(std::mem::take(&mut self.lock().idle));
     }
 }
 
