@@ -1,7 +1,9 @@
 //! What the provider boundary itself guarantees, and each input's own claims: outputs are new,
 //! owned, packed tensors (so `in_place: false`, `aliasing: none` and `layout_guarantee:
-//! contiguous` hold by construction, and `in_place: true` cannot); `alignment_bytes` is not
-//! observable at the boundary; every input's own dtype list and optionality hold for that input.
+//! contiguous` hold by construction, and `in_place: true` cannot); `alignment_bytes`,
+//! `access_granularity_bits`, `overhead_ns` and the device and disk memory are not observable at
+//! the boundary (listed as not checked); every input's own dtype list and optionality hold for
+//! that input.
 
 use super::Gate;
 use super::sample::Sample;
@@ -61,6 +63,48 @@ impl Gate<'_> {
                 claim,
                 "the boundary carries element values, not addresses, so no alignment can be observed",
             );
+        }
+        if let Some(granularity) = caps.and_then(|c| c.access_granularity_bits.as_ref()) {
+            let claim = format!("`access_granularity_bits: {}`", granularity.value);
+            self.not_checked(
+                claim,
+                "the boundary carries element values, not the kernel's memory accesses, so no access width can be observed",
+            );
+        }
+        self.unobserved_costs();
+    }
+
+    /// The cost formulas no call across the boundary can observe: the time a launch takes and
+    /// the memory a kernel uses beyond the host allocation of its outputs.
+    fn unobserved_costs(&mut self) {
+        let Some(cost) = self.raw.cost.as_ref() else {
+            return;
+        };
+        let memory = cost.memory.as_ref();
+        let formulas = [
+            (
+                "cost.overhead_ns",
+                Some(&cost.overhead_ns),
+                "the gate counts work and traffic; it does not time calls (`mdbook-fkc judge` measures the overhead, and the page shows its fit)",
+            ),
+            (
+                "cost.memory.device_bytes",
+                memory.map(|m| &m.device_bytes),
+                "the boundary observes the host memory a call allocates, not device memory",
+            ),
+            (
+                "cost.memory.disk_bytes",
+                memory.map(|m| &m.disk_bytes),
+                "the boundary observes the host memory a call allocates, not what it writes to disk",
+            ),
+        ];
+        for (name, formula, why) in formulas {
+            let text = formula
+                .and_then(Option::as_ref)
+                .and_then(|f| f.value.as_ref());
+            if let Some(text) = text {
+                self.not_checked(format!("`{name}: {text}`"), why);
+            }
         }
     }
 

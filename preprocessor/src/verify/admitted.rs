@@ -358,20 +358,17 @@ impl Gate<'_> {
     }
 
     pub(super) fn nondeterministic(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample) {
-        let span = self
-            .raw
-            .determinism
-            .as_ref()
-            .map_or(self.raw.kernel.span.clone(), |d| d.span.clone());
+        let (span, help) = self.bitwise_promise().unwrap_or((
+            self.raw.kernel.span.clone(),
+            "declare `determinism: nondeterministic`, or make the kernel's order fixed",
+        ));
         let diagnostic = self.error(
             Code::Nondeterministic,
             span,
             format!("two runs of `{}` on the same input differ", kernel.symbol),
         );
         diagnostic.notes.push(sample_note(dtype.name(), sample));
-        diagnostic.help.push(
-            "declare `determinism: nondeterministic`, or make the kernel's order fixed".to_owned(),
-        );
+        diagnostic.help.push(help.to_owned());
     }
 }
 

@@ -9,6 +9,7 @@ use super::sample::Sample;
 use crate::diag::Code;
 use crate::providers::Kernel;
 use fkc_provider::DType;
+use std::ops::Range;
 
 /// Re-runs of an ordinary failing check while shrinking.
 const TRIES: usize = 120;
@@ -332,9 +333,33 @@ impl<'a> Gate<'a> {
 
     /// Whether the contract promises bit-identical repeated runs.
     pub(super) fn promises_bitwise(&self) -> bool {
-        self.raw
+        self.bitwise_promise().is_some()
+    }
+
+    /// Where the contract promises bit-identical repeated runs, and the help that takes the
+    /// promise back: a bitwise `determinism`, else `precision.bit_stable_on_same_hardware:
+    /// true`.
+    pub(super) fn bitwise_promise(&self) -> Option<(Range<usize>, &'static str)> {
+        let determinism = self
+            .raw
             .determinism
             .as_ref()
-            .is_some_and(|d| d.value != crate::contract::raw::Determinism::Nondeterministic)
+            .filter(|d| d.value != crate::contract::raw::Determinism::Nondeterministic);
+        let stable = self
+            .raw
+            .precision
+            .as_ref()
+            .and_then(|p| p.bit_stable_on_same_hardware.as_ref().filter(|b| b.value));
+        match (determinism, stable) {
+            (Some(d), _) => Some((
+                d.span.clone(),
+                "declare `determinism: nondeterministic`, or make the kernel's order fixed",
+            )),
+            (None, Some(b)) => Some((
+                b.span.clone(),
+                "write `bit_stable_on_same_hardware: false`, or make the kernel's order fixed",
+            )),
+            (None, None) => None,
+        }
     }
 }

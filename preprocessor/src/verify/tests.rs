@@ -93,9 +93,14 @@ fn codes_for(provider: &Provider, symbol: &str) -> Vec<Code> {
 
 /// The diagnostics of the admitted-domain check (with `breaking`, of the breaking one).
 fn gated(provider: &Provider, symbol: &str, breaking: bool) -> Vec<Diagnostic> {
+    gated_on(POOL, provider, symbol, breaking)
+}
+
+/// [`gated`] on the contract `text`.
+fn gated_on(text: &str, provider: &Provider, symbol: &str, breaking: bool) -> Vec<Diagnostic> {
     let info = provider.description().entry_point(symbol).unwrap();
     let kernel = Kernel { info, provider };
-    let (source, raw, contract) = read_resolved(POOL);
+    let (source, raw, contract) = read_resolved(text);
     let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
     let (admitted, broken) = gate.draw(DType::F32, VerifyOptions::default());
     assert!(!admitted.is_empty() && !broken.is_empty());
@@ -187,6 +192,26 @@ fn an_over_promise_is_shrunk_keeping_the_one_broken_constraint() {
         "{:?}",
         found[0].notes
     );
+}
+
+#[test]
+fn bit_stability_is_a_promise_of_identical_runs_too() {
+    // Without `determinism`, `precision.bit_stable_on_same_hardware: true` alone promises bits.
+    let text = POOL.replace(
+        "determinism: same_hardware_bitwise\n",
+        "precision:\n  bit_stable_on_same_hardware: true\n",
+    );
+    let found = gated_on(&text, &synthetic(flaky), "synthetic::pool_f32", false);
+    assert_eq!(found[0].code, Code::Nondeterministic, "{found:?}");
+    let before = &text[..found[0].span.start];
+    assert!(
+        before.ends_with("bit_stable_on_same_hardware: "),
+        "{before}"
+    );
+    assert!(found[0].help[0].starts_with("write `bit_stable_on_same_hardware: false`"));
+    let unpromised = POOL.replace("determinism: same_hardware_bitwise\n", "");
+    let found = gated_on(&unpromised, &synthetic(flaky), "synthetic::pool_f32", false);
+    assert!(found.is_empty(), "nothing promised bits: {found:?}");
 }
 
 /// A pooling-shaped kernel that panics, counting its calls.

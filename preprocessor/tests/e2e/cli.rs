@@ -76,8 +76,9 @@ fn check_json_lists_contracts_with_hashes_and_evidence() {
 
 #[test]
 fn claims_the_gate_could_not_check_are_listed_apart_and_deniable() {
-    // Every seed contract claims `alignment_bytes: 64`, which no call across the provider
-    // boundary can observe: listed apart, and an error under `--deny unchecked`.
+    // Every seed contract claims `alignment_bytes: 64`, `access_granularity_bits: 8` and no
+    // device or disk memory, which no call across the provider boundary can observe: listed
+    // apart, and an error under `--deny unchecked`.
     let out = fkc(&["check", "--format=json"], &repo_root());
     assert!(out.status.success(), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -88,8 +89,19 @@ fn claims_the_gate_could_not_check_are_listed_apart_and_deniable() {
         .find(|c| c["kernel"] == "conv2d")
         .unwrap();
     let unchecked = conv2d["unchecked"].as_array().unwrap();
-    assert_eq!(unchecked.len(), 1, "{unchecked:?}");
-    assert_eq!(unchecked[0]["claim"], "`alignment_bytes: 64`");
+    let claims: Vec<&str> = unchecked
+        .iter()
+        .map(|u| u["claim"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        claims,
+        [
+            "`alignment_bytes: 64`",
+            "`access_granularity_bits: 8`",
+            "`cost.memory.device_bytes: 0`",
+            "`cost.memory.disk_bytes: 0`"
+        ]
+    );
     let rows = conv2d["evidence"].as_array().unwrap();
     assert!(
         rows.iter()
@@ -98,7 +110,7 @@ fn claims_the_gate_could_not_check_are_listed_apart_and_deniable() {
     );
     let text = stdout(&fkc(&["check", "."], &repo_root()));
     assert!(
-        text.contains("ok   conv2d (registrable)") && text.contains("(1 claim unchecked)"),
+        text.contains("ok   conv2d (registrable)") && text.contains("(4 claims unchecked)"),
         "{text}"
     );
     let denied = fkc(&["check", ".", "--deny", "unchecked"], &repo_root());
