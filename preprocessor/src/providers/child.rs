@@ -78,8 +78,9 @@ pub struct Session {
     process: std::process::Child,
     /// `None` once the session is ending (closed, so that the provider sees the end).
     stdin: Option<ChildStdin>,
-    /// The last line awaited did not come in time.
-    timed_out: bool,
+    /// The last line awaited did not come whole (a time-out, an oversized line, the end of the
+    /// stream): a provider in that state gets no grace at the end of its session.
+    line_failed: bool,
     frames: Frames,
     stderr: Arc<Mutex<String>>,
     stderr_reader: std::thread::JoinHandle<()>,
@@ -95,6 +96,8 @@ pub struct Exchange {
     /// The code paths a call's kernel said it took.
     pub paths: Vec<String>,
     pub faults: Vec<Fault>,
+    /// Time the call waited for a free session before it was sent (another call's time).
+    pub waited: Duration,
 }
 
 impl Session {
@@ -187,7 +190,7 @@ impl Session {
         Ok(Session {
             process,
             stdin: Some(stdin),
-            timed_out: false,
+            line_failed: false,
             frames: Frames::read(stdout, config.max_line_bytes),
             stderr,
             stderr_reader,
@@ -215,6 +218,7 @@ impl Session {
             answer,
             paths,
             faults,
+            waited: Duration::ZERO,
         }
     }
 
@@ -310,10 +314,10 @@ impl Session {
     }
 
     /// The next line from the provider, watching for its exit; `limit` is only named in a
-    /// time-out (after which the session is known to have timed out).
+    /// time-out.
     fn next_line(&mut self, deadline: Instant, limit: Duration) -> Result<Vec<u8>, Crash> {
         let line = self.wait_for_line(deadline, limit);
-        self.timed_out = matches!(line, Err(Crash::TimedOut(_)));
+        self.line_failed = line.is_err();
         line
     }
 
@@ -388,10 +392,11 @@ impl Session {
 impl Drop for Session {
     /// Ends the session the way a provider expects: its stdin is closed and it has
     /// [`EXIT_GRACE`] to exit (and whatever it pipes through, such as a `tee`, to finish its
-    /// writes) — unless its last answer was awaited in vain: a hung provider gets no grace.
-    /// Then its group is killed, taking any process it left behind.
+    /// writes) — unless its last answer did not come whole: a hung provider, or one still
+    /// writing an oversized line, gets no grace. Then its group is killed, taking any process
+    /// it left behind.
     fn drop(&mut self) {
-        if !self.timed_out {
+        if !self.line_failed {
             self.stdin = None;
             let deadline = Instant::now() + EXIT_GRACE;
             while matches!(self.process.try_wait(), Ok(None)) && Instant::now() < deadline {

@@ -254,7 +254,11 @@ impl Provider {
                     let (outcome, paths) = fkc_provider::call::record(how.level, || {
                         in_process(|| (kernel.call)(operands, params))
                     });
-                    Traced { outcome, paths }
+                    Traced {
+                        outcome,
+                        paths,
+                        waited: Duration::ZERO,
+                    }
                 }
                 None => {
                     Traced::untraced(CallOutcome::Rejected(format!("no entry point `{symbol}`")))
@@ -314,7 +318,9 @@ impl Provider {
         }
         let started = Instant::now();
         let traced = run();
-        self.ledger.record(&self.name, key, started.elapsed());
+        // A call that waited for another call's session spent that time on the other call.
+        let took = started.elapsed().saturating_sub(traced.waited);
+        self.ledger.record(&self.name, key, took);
         if let CallOutcome::Crashed(Crash::TimedOut(limit)) = &traced.outcome
             && let Ok(mut hung) = self.hung.lock()
         {
@@ -335,6 +341,7 @@ impl Provider {
         Traced {
             outcome: pool::outcome_of(exchange.answer, expected),
             paths: exchange.paths,
+            waited: exchange.waited,
         }
     }
 
@@ -394,6 +401,8 @@ pub struct How<'a> {
 pub struct Traced {
     pub outcome: CallOutcome,
     pub paths: Vec<String>,
+    /// Time the call waited for a free session of its provider (not counted as its own).
+    pub waited: Duration,
 }
 
 impl Traced {
@@ -401,6 +410,7 @@ impl Traced {
         Traced {
             outcome,
             paths: Vec::new(),
+            waited: Duration::ZERO,
         }
     }
 }

@@ -7,6 +7,7 @@ use super::child::{Exchange, Fault, Session};
 use super::{CallOutcome, Crash, ProviderConfig};
 use fkc_provider::protocol::{Answer, Method, WireTensor};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Outputs of at most this many elements are always decoded; larger ones only when the
 /// contract's shape rule gives at least as many for the sample.
@@ -44,18 +45,20 @@ impl Pool {
     /// Sends `method` on a free session (starting one when fewer than `jobs` run) and awaits
     /// its answer; a session that crashed is dropped (ended), the others wait for the next.
     pub fn exchange(&self, method: Method, call: Option<&str>) -> Exchange {
-        let mut session = match self.take() {
-            Ok(session) => session,
+        let (mut session, waited) = match self.take() {
+            Ok(taken) => taken,
             Err(crash) => {
                 return Exchange {
                     answer: Err(crash),
                     paths: Vec::new(),
                     faults: Vec::new(),
+                    waited: Duration::ZERO,
                 };
             }
         };
-        let exchange = session.ask(method, call, self.config.call_timeout);
+        let mut exchange = session.ask(method, call, self.config.call_timeout);
         self.give_back(exchange.answer.is_ok().then_some(session));
+        exchange.waited = waited;
         exchange
     }
 
@@ -79,28 +82,32 @@ impl Pool {
     }
 
     /// A free session: an idle one, a new one while fewer than `jobs` run, or the next one
-    /// given back.
-    fn take(&self) -> Result<Session, Crash> {
+    /// given back; with the time spent waiting for another call to give one back (not the
+    /// provider's time: starting a session is).
+    fn take(&self) -> Result<(Session, Duration), Crash> {
         let mut state = self.lock();
+        let mut waited = Duration::ZERO;
         loop {
             if let Some(session) = state.idle.pop() {
-                return Ok(session);
+                return Ok((session, waited));
             }
             if state.live < self.config.jobs {
                 state.live += 1;
                 drop(state);
                 return match Session::greeted(&self.config) {
-                    Ok((session, _)) => Ok(session),
+                    Ok((session, _)) => Ok((session, waited)),
                     Err(error) => {
                         self.give_back(None);
                         Err(Crash::Died(format!("starting it again failed: {error}")))
                     }
                 };
             }
+            let since = Instant::now();
             state = self
                 .freed
                 .wait(state)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            waited += since.elapsed();
         }
     }
 

@@ -382,7 +382,9 @@ pub fn call_filled(
         };
         kernel.run_traced(&operands, &values, how)
     };
-    let Traced { outcome, mut paths } = run(runs.level);
+    let Traced {
+        outcome, mut paths, ..
+    } = run(runs.level);
     let first = match outcome {
         CallOutcome::Outputs(outputs) => outputs,
         CallOutcome::Rejected(error) => return Outcome::Rejected(error),

@@ -275,6 +275,16 @@ fn time_budgets_end_a_build_that_would_crawl_naming_the_slowest_kernels() {
         "{json:#}"
     );
     assert!(took < Duration::from_secs(30), "took {took:?}");
+    // One process serves one call at a time: the time charged to the calls cannot exceed the
+    // check's own (a call waiting for the process is not charged the other call's time).
+    let charged: f64 = message
+        .split(" s in ")
+        .filter_map(|before| before.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(
+        charged > 0.0 && charged <= took.as_secs_f64() + 0.1,
+        "{charged} s charged in a check of {took:?}: {message}"
+    );
     // The whole build's budget stops every provider.
     let dir = faulty_book("slow", &["call-timeout-ms = 2000"]);
     let toml = dir.join("book.toml");
