@@ -360,7 +360,7 @@ impl Gate<'_> {
     pub(super) fn nondeterministic(&mut self, kernel: &Kernel<'_>, dtype: DType, sample: &Sample) {
         let (span, help) = self.bitwise_promise().unwrap_or((
             self.raw.kernel.span.clone(),
-            "declare `determinism: nondeterministic`, or make the kernel's order fixed",
+            super::shrink::DETERMINISM_HELP,
         ));
         let diagnostic = self.error(
             Code::Nondeterministic,

@@ -11,6 +11,10 @@ use crate::providers::Kernel;
 use fkc_provider::DType;
 use std::ops::Range;
 
+/// How to take back a bitwise `determinism` that does not hold.
+pub(super) const DETERMINISM_HELP: &str =
+    "declare `determinism: nondeterministic`, or make the kernel's order fixed";
+
 /// Re-runs of an ordinary failing check while shrinking.
 const TRIES: usize = 120;
 /// Re-runs of a crashing kernel (each restarts a child provider).
@@ -351,10 +355,7 @@ impl<'a> Gate<'a> {
             .as_ref()
             .and_then(|p| p.bit_stable_on_same_hardware.as_ref().filter(|b| b.value));
         match (determinism, stable) {
-            (Some(d), _) => Some((
-                d.span.clone(),
-                "declare `determinism: nondeterministic`, or make the kernel's order fixed",
-            )),
+            (Some(d), _) => Some((d.span.clone(), DETERMINISM_HELP)),
             (None, Some(b)) => Some((
                 b.span.clone(),
                 "write `bit_stable_on_same_hardware: false`, or make the kernel's order fixed",
