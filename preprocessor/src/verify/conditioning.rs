@@ -5,7 +5,8 @@
 //! against the exact result. A bitwise claim (an `order`, `max_ulp: 0`, bitwise determinism)
 //! is checked again on operands of signed zeros, where random values almost never give a zero
 //! result: a zero of the wrong sign (a tie taken from the wrong side, `+0.0` added where the
-//! order gives `-0.0`) breaks it.
+//! order gives `-0.0`) breaks it; and on operands near the dtype's smallest normal value, whose
+//! products and sums are subnormal: a kernel that flushes subnormals to zero breaks it.
 
 use super::Gate;
 use super::run::{Fill, Outcome, call_filled};
@@ -16,6 +17,9 @@ use fkc_provider::DType;
 
 /// Samples each attack runs on.
 const DESIGNED_SAMPLES: usize = 8;
+/// Samples the underflow attack runs on: its operands are what find a flush to zero (every
+/// product and partial sum near the smallest normal), not the variety of the samples.
+const UNDERFLOW_SAMPLES: usize = 4;
 
 /// Operands designed to break one kind of claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +28,8 @@ enum Designed {
     IllConditioned,
     /// `+0.0`, `-0.0` and `-1.0`: results that are zeros of either sign (a bitwise claim).
     SignedZeros,
+    /// Near the smallest normal value: subnormal products, sums and operands (a bitwise claim).
+    Underflow,
 }
 
 impl Designed {
@@ -31,6 +37,15 @@ impl Designed {
         match self {
             Designed::IllConditioned => Fill::WideExponents(seed),
             Designed::SignedZeros => Fill::SignedZeros(seed),
+            Designed::Underflow => Fill::NearUnderflow(seed),
+        }
+    }
+
+    /// The samples this attack runs on.
+    fn samples(self) -> usize {
+        match self {
+            Designed::Underflow => UNDERFLOW_SAMPLES,
+            Designed::IllConditioned | Designed::SignedZeros => DESIGNED_SAMPLES,
         }
     }
 
@@ -38,6 +53,7 @@ impl Designed {
         match self {
             Designed::IllConditioned => Check::Conditioning,
             Designed::SignedZeros => Check::SignedZeros,
+            Designed::Underflow => Check::Underflow,
         }
     }
 
@@ -48,6 +64,9 @@ impl Designed {
                 "operands: exponents spread wide with mixed signs, so the sums cancel"
             }
             Designed::SignedZeros => "operands: +0.0, -0.0 and -1.0, so results are signed zeros",
+            Designed::Underflow => {
+                "operands: near the smallest normal value, so products and sums are subnormal"
+            }
         }
     }
 
@@ -64,6 +83,12 @@ impl Designed {
                 format!("{dtype} signed zeros"),
                 format!(
                     "{checked} samples on operands of +0.0, -0.0 and -1.0: every zero with the sign the semantics give"
+                ),
+            ),
+            Designed::Underflow => (
+                format!("{dtype} near underflow"),
+                format!(
+                    "{checked} samples on operands near the smallest normal value (subnormal products, sums and operands): every value bit for bit the semantics'"
                 ),
             ),
         }
@@ -95,8 +120,8 @@ impl Gate<'_> {
         {
             return;
         }
-        if self.claims_bits() {
-            self.attack(Designed::SignedZeros, kernel, dtype, samples);
+        if self.claims_bits() && self.attack(Designed::SignedZeros, kernel, dtype, samples) {
+            self.attack(Designed::Underflow, kernel, dtype, samples);
         }
     }
 
@@ -111,7 +136,7 @@ impl Gate<'_> {
         samples: &[&Sample],
     ) -> bool {
         let mut checked = 0;
-        for (index, sample) in varied(samples).take(DESIGNED_SAMPLES).enumerate() {
+        for (index, sample) in varied(samples).take(designed.samples()).enumerate() {
             let seed = self.seed ^ ((index as u64) << 24);
             let before = self.diagnostics.len();
             match self.designed_one(designed, kernel, dtype, sample, seed) {
@@ -162,6 +187,7 @@ impl Gate<'_> {
         let designed = match check {
             Check::Conditioning => Designed::IllConditioned,
             Check::SignedZeros => Designed::SignedZeros,
+            Check::Underflow => Designed::Underflow,
             _ => return None,
         };
         self.designed_one(designed, kernel, dtype, sample, seed)

@@ -40,8 +40,13 @@ const TOGETHER: [i64; 3] = [4, 3, 2];
 const SWEEP_BASES: usize = 4;
 /// The elements (operands and outputs) a grown sample may have.
 const GROWN_ELEMENTS: i64 = 1 << 15;
+/// The elements past which a grown sample is kept only for a path no kept sample took.
+const COMBINED_ELEMENTS: i64 = 1 << 13;
 /// Grown samples given the parameters of drawn ones.
 const MIXED: usize = 4;
+/// The elements a grown sample given a drawn one's parameters is brought down to, where its
+/// outer dims allow.
+const MIXED_ELEMENTS: i64 = 1 << 11;
 /// Random growth attempts while a named path is unreached.
 const TRIES: usize = 160;
 
@@ -209,13 +214,49 @@ impl Gate<'_> {
                 }
             }
             let candidate = self.domain.tied(&candidate, dtype);
-            if let Some(outputs) = self.small_enough(&candidate, dtype)
+            if let Some((candidate, outputs)) = self.lightened(candidate, sample, dtype)
                 && !grown.iter().chain(&mixed).any(|(s, _)| *s == candidate)
             {
                 mixed.push((candidate, outputs));
             }
         }
         mixed
+    }
+
+    /// `candidate`, when admitted, with its outer dims brought back to `floor`'s (every
+    /// input's first axis, then every second, …; each where that is still a sample) until it
+    /// has at most [`MIXED_ELEMENTS`] elements: a drawn sample's batch and channel counts
+    /// multiply the work of every check that runs it without reaching another path.
+    fn lightened(
+        &self,
+        candidate: Sample,
+        floor: &Sample,
+        dtype: DType,
+    ) -> Option<(Sample, Vec<Vec<i64>>)> {
+        let mut outputs = self.small_enough(&candidate, dtype)?;
+        let mut light = candidate;
+        let axes = light.inputs.iter().map(|(_, dims, _)| dims.len()).max();
+        for axis in 0..axes.unwrap_or(0) {
+            for input in 0..light.inputs.len() {
+                if weight(&light, &outputs) <= MIXED_ELEMENTS {
+                    return Some((light, outputs));
+                }
+                let lowest = floor.inputs.get(input).and_then(|(_, d, _)| d.get(axis));
+                let mut lower = light.clone();
+                match (lower.inputs.get_mut(input), lowest) {
+                    (Some((_, dims, true)), Some(&lowest)) => match dims.get_mut(axis) {
+                        Some(dim) if *dim > lowest => *dim = lowest,
+                        _ => continue,
+                    },
+                    _ => continue,
+                }
+                let lower = self.domain.tied(&lower, dtype);
+                if let Some(now) = self.small_enough(&lower, dtype) {
+                    (light, outputs) = (lower, now);
+                }
+            }
+        }
+        Some((light, outputs))
     }
 
     /// Every other grown sample with its optional inputs present (where that is still a
@@ -305,7 +346,9 @@ impl Gate<'_> {
     }
 
     /// Keeps `candidate` when it is admitted, new, small enough and reaches a set of paths no
-    /// kept sample reached.
+    /// kept sample reached — past [`COMBINED_ELEMENTS`], only when one of its paths is new:
+    /// a heavy sample whose paths lighter ones already took, each, adds a combination of them
+    /// at the price of many light ones.
     fn keep_if_new(
         &mut self,
         kernel: &Kernel<'_>,
@@ -318,9 +361,14 @@ impl Gate<'_> {
         if grown.iter().any(|(s, _)| *s == candidate) {
             return;
         }
-        if let Some((outputs, paths)) = self.try_grown(kernel, dtype, &candidate, admitted)
-            && seen.insert(paths)
-        {
+        let Some((outputs, paths)) = self.try_grown(kernel, dtype, &candidate, admitted) else {
+            return;
+        };
+        let heavy = weight(&candidate, &outputs) > COMBINED_ELEMENTS;
+        if heavy && paths.iter().all(|p| seen.iter().any(|set| set.contains(p))) {
+            return;
+        }
+        if seen.insert(paths) {
             grown.push((candidate, outputs));
         }
     }
@@ -462,4 +510,55 @@ fn raise(sample: &Sample, variable: usize, value: i64) -> Sample {
         *slot = value;
     }
     raised
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::super::sample::Param;
+    use super::super::tests::{in_process, read_resolved};
+    use super::super::{Gate, VerifyOptions};
+    use super::*;
+
+    const POOL: &str = "kernel: k\nop_kind: MaxPool2D\nregistrable: false\nbackend: Cpu\nkernel_source: s\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"kernel_size > 0\" }\n    stride: { kind: usize, constraint: \"stride > 0\" }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }\n";
+
+    #[test]
+    fn grown_samples_given_drawn_parameters_keep_their_outer_dims_light() {
+        let entry = fuel_reference_backend::fkc::ENTRY_POINTS.iter();
+        let pool = entry.filter(|k| k.symbol == "fuel_reference_backend::ops::max_pool2d_f32");
+        let provider = in_process(Box::leak(
+            pool.copied().collect::<Vec<_>>().into_boxed_slice(),
+        ));
+        let symbol = "fuel_reference_backend::ops::max_pool2d_f32";
+        let info = provider.description().entry_point(symbol).unwrap();
+        let kernel = Kernel {
+            info,
+            provider: &provider,
+        };
+        let (source, raw, contract) = read_resolved(POOL);
+        let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+        let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
+        let grown = gate.grown(&kernel, DType::F32, &admitted);
+        // The first grown samples carry drawn parameters (a window wider than one among them),
+        // each within the light budget: a drawn batch of up to 6 is brought back to 1.
+        let mixed: Vec<_> = grown.iter().take(MIXED).collect();
+        assert!(
+            mixed
+                .iter()
+                .any(|(s, _)| s.params.iter().any(|(_, p)| *p != Param::Int(1)))
+        );
+        for (sample, outputs) in &mixed {
+            assert!(
+                weight(sample, outputs) <= MIXED_ELEMENTS,
+                "{}",
+                sample.describe()
+            );
+            assert_eq!(sample.inputs[0].1[0], 1, "{}", sample.describe());
+            assert!(
+                sample.inputs[0].1[3] >= SWEEP_FROM - 1,
+                "{}",
+                sample.describe()
+            );
+        }
+    }
 }

@@ -133,6 +133,10 @@ pub enum Fill {
     /// Seeded `+0.0`, `-0.0` and `-1.0`: windows and sums whose result is a zero of either
     /// sign, so that a bitwise claim's zero signs are put to the test.
     SignedZeros(u64),
+    /// Seeded values near the square root of the dtype's smallest normal value (and one in
+    /// four below the smallest normal itself), so that products, sums and some operands are
+    /// subnormal: a kernel that flushes subnormals to zero is told apart.
+    NearUnderflow(u64),
 }
 
 /// One value for [`Fill::Special`]; without `canonical`, the canonical NaN's place is taken by
@@ -197,6 +201,34 @@ fn wide_exponent(rng: &mut Rng, dtype: DType) -> f64 {
     sign * mantissa * 2f64.powi(exponent)
 }
 
+/// One value for [`Fill::NearUnderflow`]: `±(1 + m/8)·2^k` with `k` from four below to two
+/// above half the smallest normal exponent (a product of two lies around the smallest normal),
+/// and one in four with `k` up to six below the smallest normal exponent (a subnormal operand,
+/// above the smallest subnormal); an integer dtype gets [`integer_value`]s.
+fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
+    let Some(lowest) = smallest_normal_exponent(dtype) else {
+        return integer_value(rng, dtype);
+    };
+    let (low, high) = match rng.range(0, 3) {
+        0 => (lowest - 6, lowest - 1),
+        _ => (lowest / 2 - 4, lowest / 2 + 2),
+    };
+    let exponent = i32::try_from(rng.range(low, high)).unwrap_or(0);
+    let mantissa = 1.0 + rng.range(0, 7) as f64 / 8.0;
+    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    sign * mantissa * 2f64.powi(exponent)
+}
+
+/// The exponent of a float dtype's smallest normal value (`None` for an integer dtype).
+fn smallest_normal_exponent(dtype: DType) -> Option<i64> {
+    match dtype {
+        DType::F64 => Some(-1022),
+        DType::F32 | DType::BF16 => Some(-126),
+        DType::F16 | DType::F8E5M2 => Some(-14),
+        DType::I8 | DType::U8 | DType::I32 | DType::I64 | DType::Bool => None,
+    }
+}
+
 /// One value for [`Fill::SignedZeros`]: `+0.0` or `-0.0` three times in eight each, else
 /// `-1.0` (for an unsigned dtype, 1).
 fn signed_zero(rng: &mut Rng, dtype: DType) -> f64 {
@@ -236,7 +268,8 @@ pub(crate) fn operands(
         Fill::Random(seed)
         | Fill::WideExponents(seed)
         | Fill::Special(seed)
-        | Fill::SignedZeros(seed) => seed,
+        | Fill::SignedZeros(seed)
+        | Fill::NearUnderflow(seed) => seed,
     };
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
     // half the calls (by a bit of the mixed seed) draw small integers
@@ -281,6 +314,9 @@ pub(crate) fn operands(
                     (0..count).map(|_| wide_exponent(&mut rng, dtype)).collect()
                 }
                 Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(&mut rng, dtype)).collect(),
+                Fill::NearUnderflow(_) => (0..count)
+                    .map(|_| near_underflow(&mut rng, dtype))
+                    .collect(),
             };
             AnyTensor::from_f64(dtype, &shape, &values)
                 .map(|t| Some(Operand::contiguous(t)))

@@ -55,6 +55,9 @@ pub enum Check {
     Conditioning,
     /// A bitwise claim, on operands of signed zeros (and `-1.0`).
     SignedZeros,
+    /// A bitwise claim, on operands near the dtype's smallest normal value (products and sums
+    /// in its subnormal range).
+    Underflow,
     /// Layout claims, on real views of the operands.
     Layout,
     /// A dtype the contract does not declare (`--dtype`), which every entry point and the
@@ -74,6 +77,7 @@ impl Check {
             Check::Special => Some("special"),
             Check::Conditioning => Some("conditioning"),
             Check::SignedZeros => Some("signed-zeros"),
+            Check::Underflow => Some("underflow"),
             Check::Layout => Some("layout"),
             Check::Undeclared => Some("undeclared"),
             Check::Required => Some("required"),
@@ -82,7 +86,7 @@ impl Check {
 
     /// The names `repro --check` takes, for a usage message.
     pub const NAMES: &'static str =
-        "order, special, conditioning, signed-zeros, layout, undeclared or required";
+        "order, special, conditioning, signed-zeros, underflow, layout, undeclared or required";
 
     /// The check named `name` (`repro --check`).
     pub fn parse(name: &str) -> Option<Check> {
@@ -91,6 +95,7 @@ impl Check {
             Check::Special,
             Check::Conditioning,
             Check::SignedZeros,
+            Check::Underflow,
             Check::Layout,
             Check::Undeclared,
             Check::Required,
@@ -240,9 +245,10 @@ impl<'a> Gate<'a> {
             (Check::Special, Verdict::Admitted { .. }) => {
                 self.special_one(kernel, dtype, sample, seed).passed()
             }
-            (check @ (Check::Conditioning | Check::SignedZeros), Verdict::Admitted { .. }) => {
-                self.designed_replay(check, kernel, dtype, sample, seed) != Some(false)
-            }
+            (
+                check @ (Check::Conditioning | Check::SignedZeros | Check::Underflow),
+                Verdict::Admitted { .. },
+            ) => self.designed_replay(check, kernel, dtype, sample, seed) != Some(false),
             (Check::Layout, Verdict::Admitted { .. }) => {
                 self.layout_one(kernel, dtype, sample, seed).is_some()
             }

@@ -300,3 +300,81 @@ fn an_under_constraint_points_at_the_parameter_the_kernel_names_first() {
     let (_, label) = at("x is too small for this strided window");
     assert!(label.contains("`x`"), "{label}");
 }
+
+/// The reference max pool, its subnormal results flushed to zero (as under a flush-to-zero
+/// floating-point mode).
+fn flushing(
+    operands: &[Option<Operand>],
+    params: &ParamValues,
+) -> Result<Vec<AnyTensor>, Rejection> {
+    let reference = fuel_reference_backend::fkc::ENTRY_POINTS
+        .iter()
+        .find(|k| k.symbol == "fuel_reference_backend::ops::max_pool2d_f32")
+        .unwrap();
+    let outputs = (reference.call)(operands, params)?;
+    Ok(outputs
+        .iter()
+        .map(|t| {
+            let flushed: Vec<f64> = (t.to_f64_vec().iter())
+                .map(|&v| if (v as f32).is_subnormal() { 0.0 } else { v })
+                .collect();
+            AnyTensor::from_f64(t.dtype(), t.shape(), &flushed).unwrap()
+        })
+        .collect())
+}
+
+#[test]
+fn a_bitwise_claim_is_attacked_near_underflow_where_a_flush_to_zero_shows() {
+    let text = POOL.replace("kernel: k\n", "kernel: k\nop_kind: MaxPool2D\n");
+    let attacked = |call: fkc_provider::EntryFn| {
+        let provider = synthetic(call);
+        let info = provider
+            .description()
+            .entry_point("synthetic::pool_f32")
+            .unwrap();
+        let kernel = Kernel {
+            info,
+            provider: &provider,
+        };
+        let (source, raw, contract) = read_resolved(&text);
+        let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+        let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
+        let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
+        gate.designed_attacks(&kernel, DType::F32, &samples);
+        (gate.diagnostics, gate.evidence.rows)
+    };
+    let (found, rows) = attacked(flushing);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].code, Code::WrongValue, "{found:?}");
+    let underflow = "operands: near the smallest normal value, so products and sums are subnormal";
+    assert!(
+        found[0].notes.iter().any(|n| n == underflow),
+        "{:?}",
+        found[0].notes
+    );
+    assert!(
+        !rows
+            .iter()
+            .any(|(check, _)| check.contains("near underflow"))
+    );
+    // The reference kernel keeps its subnormals: the attack ran and held.
+    let reference = |operands: &[Option<Operand>], params: &ParamValues| {
+        let entry = fuel_reference_backend::fkc::ENTRY_POINTS.iter();
+        let k = entry
+            .clone()
+            .find(|k| k.symbol.ends_with("ops::max_pool2d_f32"))
+            .unwrap();
+        (k.call)(operands, params)
+    };
+    let (found, rows) = attacked(reference);
+    assert!(found.is_empty(), "{found:?}");
+    let row = rows
+        .iter()
+        .find(|(check, _)| check == "F32 near underflow")
+        .unwrap();
+    assert!(
+        row.1
+            .starts_with("4 samples on operands near the smallest normal value"),
+        "{row:?}"
+    );
+}

@@ -88,6 +88,7 @@ fn repro_takes_every_check_by_the_name_reports_print() {
         ("special", Check::Special),
         ("conditioning", Check::Conditioning),
         ("signed-zeros", Check::SignedZeros),
+        ("underflow", Check::Underflow),
         ("layout", Check::Layout),
         ("undeclared", Check::Undeclared),
         ("required", Check::Required),

@@ -50,10 +50,12 @@ pub struct Acc {
 }
 
 impl Acc {
+    /// A sum of one term. Its sums take the term in only when a second one comes (most stored
+    /// values are never added to: a copy, a selection, a register written back).
     pub(super) fn new(first: Approx) -> Acc {
-        let mut acc = Acc {
+        Acc {
             first,
-            terms: 0,
+            terms: 1,
             value: 0.0,
             scaled: 0.0,
             scaled_magnitude: 0.0,
@@ -64,14 +66,22 @@ impl Acc {
             seen: Kinds::default(),
             certain: Kinds::default(),
             never_finite: false,
-        };
-        acc.add(first);
-        acc
+        }
+    }
+
+    /// Before a second term: the first one taken into the sums.
+    #[inline]
+    fn open(&mut self) {
+        if self.terms == 1 {
+            self.terms = 0;
+            self.take(self.first);
+        }
     }
 
     /// Adds a finite term `value ± error` (the fast case of [`Acc::add`]).
     #[inline]
     pub(super) fn add_finite(&mut self, value: f64, error: f64) {
+        self.open();
         self.terms = self.terms.saturating_add(1);
         self.seen = self.seen.union(Kinds::FINITE);
         self.certain = self.certain.union(Kinds::FINITE);
@@ -85,6 +95,12 @@ impl Acc {
     }
 
     pub(super) fn add(&mut self, term: Approx) {
+        self.open();
+        self.take(term);
+    }
+
+    /// Takes `term` into the sums.
+    fn take(&mut self, term: Approx) {
         self.terms = self.terms.saturating_add(1);
         self.seen = self.seen.union(term.kinds);
         if !term.kinds.ambiguous() {
