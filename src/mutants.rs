@@ -74,6 +74,21 @@ pub enum Mutant {
     /// `add` on integers (`I8`, `I32`): `saturating_add` instead of the specified wrapping
     /// two's-complement addition.
     AddIntSaturates,
+    /// `matmul`: from 16 terms on, odd `k` go into a second accumulator added at the end (an
+    /// unrolled reduction whose order differs only for long sums).
+    MatmulSplitsLongK,
+    /// `transpose`: a fast path for swapping the last two axes that loops over the first axis
+    /// only, not every leading axis (wrong at rank 4 and above).
+    TransposeSwapFastPathFirstAxis,
+    /// `add`: a fast path for a one-element `b` that keeps `a`'s shape (wrong when `b` has
+    /// more axes than `a`: `[3] + [1, 1]` is `[1, 3]`).
+    AddScalarKeepsShape,
+    /// Half-precision rounding (the vectorised F16 path): the subnormal range taken to start
+    /// one binade too low, so results in `[2^-15, 2^-14)` are rounded as normals.
+    F16SubnormalThresholdLow,
+    /// Half-precision rounding (the vectorised BF16 path): results below F32's smallest
+    /// normal flushed to a signed zero.
+    Bf16FlushesSubnormals,
 }
 
 #[cfg(feature = "mutants")]

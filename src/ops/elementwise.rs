@@ -74,6 +74,11 @@ fn broadcast_binary<T: Scalar>(
     b: &RefTensor<T>,
     f: impl Fn(T, T) -> T,
 ) -> Result<RefTensor<T>, KernelError> {
+    if op == "add" && b.data().len() == 1 && active(Mutant::AddScalarKeepsShape) {
+        let y = b.data()[0];
+        let out: Vec<T> = a.data().iter().map(|&x| f(x, y)).collect();
+        return Ok(RefTensor::from_vec(out, a.shape())?);
+    }
     let leading = op == "add" && active(Mutant::AddBroadcastAlignsLeading);
     let modulo_b = op == "mul" && active(Mutant::MulBroadcastByModulo);
     let (out_shape, pa, pb) = broadcast_padded(op, a.shape(), b.shape(), leading)?;

@@ -68,6 +68,9 @@ pub fn matmul<T: Element>(
         for i in 0..m {
             for j in 0..n {
                 let mut acc = T::zero();
+                // (the planted bug: a second accumulator for odd `k` of long sums)
+                let split = k_a >= 16 && active(Mutant::MatmulSplitsLongK);
+                let mut odd = T::zero();
                 for k in 0..k_a {
                     let av = if ta {
                         a_data[a_base + k * a2 + i]
@@ -79,9 +82,13 @@ pub fn matmul<T: Element>(
                     } else {
                         b_data[b_base + k * b2 + j]
                     };
-                    acc = acc + av * bv;
+                    if split && k % 2 == 1 {
+                        odd = odd + av * bv;
+                    } else {
+                        acc = acc + av * bv;
+                    }
                 }
-                out.push(acc);
+                out.push(if split { acc + odd } else { acc });
             }
         }
     }

@@ -377,6 +377,12 @@ impl Rounding for RoundBf16 {
         } else {
             s.add_u32s(mag, s.add_u32s(s.splat_u32s(0x7fff), lsb))
         };
+        let up = if crate::mutants::active(crate::mutants::Mutant::Bf16FlushesSubnormals) {
+            let subnormal = s.less_than_u32s(mag, s.splat_u32s(0x0080_0000));
+            s.select_u32s(subnormal, s.splat_u32s(0), up)
+        } else {
+            up
+        };
         let rounded = s.or_u32s(s.and_u32s(up, s.splat_u32s(0xffff_0000)), sign);
         let nan = s.greater_than_u32s(mag, s.splat_u32s(0x7f80_0000));
         let quiet = s.or_u32s(
@@ -411,7 +417,13 @@ impl Rounding for RoundF16 {
         let half = s.splat_f32s(0.5);
         let tiny =
             s.transmute_u32s_f32s(s.sub_f32s(s.add_f32s(s.transmute_f32s_u32s(mag), half), half));
-        let is_tiny = s.less_than_u32s(mag, s.splat_u32s(0x3880_0000));
+        let smallest_normal =
+            if crate::mutants::active(crate::mutants::Mutant::F16SubnormalThresholdLow) {
+                0x3800_0000
+            } else {
+                0x3880_0000
+            };
+        let is_tiny = s.less_than_u32s(mag, s.splat_u32s(smallest_normal));
         let tiny = if crate::mutants::active(crate::mutants::Mutant::F16FlushesSubnormals) {
             s.splat_u32s(0)
         } else {

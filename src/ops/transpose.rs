@@ -44,6 +44,12 @@ pub fn transpose<T: Element>(
     } else {
         perm.to_vec()
     };
+    let r = perm.len();
+    let swaps_last_two =
+        r >= 3 && perm[r - 1] == r - 2 && perm[r - 2] == r - 1 && (0..r - 2).all(|i| perm[i] == i);
+    if swaps_last_two && active(Mutant::TransposeSwapFastPathFirstAxis) {
+        return swap_planes_of_first_axis(x);
+    }
     let x_strides = packed_strides(shape);
     let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
     let strides: Vec<usize> = perm.iter().map(|&p| x_strides[p]).collect();
@@ -55,6 +61,27 @@ pub fn transpose<T: Element>(
         out.push(data[offset(&index, &strides)]);
         step_index(&mut index, &out_shape);
     }
+    Ok(RefTensor::from_vec(out, &out_shape)?)
+}
+
+/// The planted [`Mutant::TransposeSwapFastPathFirstAxis`]: the last two axes swapped plane by
+/// plane for the first axis's planes only, the rest copied as they are.
+fn swap_planes_of_first_axis<T: Element>(x: &RefTensor<T>) -> Result<RefTensor<T>, KernelError> {
+    let shape = x.shape();
+    let r = shape.len();
+    let (rows, cols) = (shape[r - 2], shape[r - 1]);
+    let plane = rows * cols;
+    let data = x.data();
+    let mut out = data.to_vec();
+    for b in 0..shape[0] {
+        for i in 0..rows {
+            for j in 0..cols {
+                out[b * plane + j * rows + i] = data[b * plane + i * cols + j];
+            }
+        }
+    }
+    let mut out_shape = shape.to_vec();
+    out_shape.swap(r - 2, r - 1);
     Ok(RefTensor::from_vec(out, &out_shape)?)
 }
 

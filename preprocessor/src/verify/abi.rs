@@ -72,6 +72,36 @@ impl Gate<'_> {
             );
         }
         self.unobserved_costs();
+        self.unobserved_promises();
+    }
+
+    /// Promises no run on this machine can observe: bits on other hardware, and that a kernel
+    /// takes a faster path where a `fast_paths[].when` holds (the gate checks only that the
+    /// condition holds for some admitted sample, FKC0411).
+    fn unobserved_promises(&mut self) {
+        let cross = crate::contract::raw::Determinism::CrossHardwareBitwise;
+        if self
+            .raw
+            .determinism
+            .as_ref()
+            .is_some_and(|d| d.value == cross)
+        {
+            self.not_checked(
+                "`determinism: cross_hardware_bitwise`",
+                "one machine observes its own repeated runs (checked as `same_hardware_bitwise`), not another machine's bits",
+            );
+        }
+        let paths = self.raw.caps.as_ref().map(|c| c.fast_paths.clone());
+        for path in paths.unwrap_or_default() {
+            let note = path
+                .note
+                .map(|n| format!(" ({})", n.value))
+                .unwrap_or_default();
+            self.not_checked(
+                format!("`fast_paths`: a faster path where `{}`{note}", path.when.value),
+                "the gate checks that the condition holds for some admitted sample (FKC0411), not which code the kernel runs there (name the code path in `caps.paths` to have it reached)",
+            );
+        }
     }
 
     /// The cost formulas no call across the boundary can observe: the time a launch takes and

@@ -363,6 +363,12 @@ impl Domain<'_> {
     }
 
     /// Classifies a sample.
+    /// Whether the op-param `name` is drawn as a list of axes (`Vec<usize>`: a permutation, axes
+    /// to reduce).
+    pub(super) fn lists_axes(&self, name: &str) -> bool {
+        (self.layout.drawn.iter()).any(|(n, kind, _)| *n == name && *kind == ParamKind::UsizeList)
+    }
+
     pub fn verdict(&self, sample: &Sample, dtype: DType) -> Verdict {
         let bindings = self.bindings(sample, dtype);
         let Some(broken) = self.broken_constraint(sample, &bindings) else {
@@ -459,6 +465,21 @@ fn disjuncts(e: &expr::Expr) -> Vec<&expr::Expr> {
     }
 }
 
+/// The structured permutations [`structured`] makes.
+pub(super) const STRUCTURED: i64 = 4;
+
+/// The identity permutation `axes` made structured permutation `which`: kept (0), its last two
+/// axes swapped (1), reversed (2) or rotated left by one (3).
+pub(super) fn structured(axes: &mut [i64], which: i64) {
+    let len = axes.len();
+    match which {
+        1 if len >= 2 => axes.swap(len - 2, len - 1),
+        2 => axes.reverse(),
+        3 => axes.rotate_left(1.min(len)),
+        _ => {}
+    }
+}
+
 /// One value of a parameter of `kind`: small integers (signed ones from −[`SIGNED`], so axes
 /// count from the end too), floats with their edges (zeros of both signs, NaN, ±Inf, tiny and
 /// large ones) where a constraint admits them, either boolean, any of an enumeration's `choices`,
@@ -524,15 +545,21 @@ fn draw_float(rng: &mut Rng) -> f64 {
     }
 }
 
-/// A list: half the time the axes of one input's rank (a permutation of them, or, `signed`,
-/// a random subset of them, each possibly counted from the end); otherwise any length up to the
-/// largest rank with small values.
+/// A list: half the time the axes of one input's rank (a permutation of them — one in three a
+/// structured one, where kernels keep their fast paths: the identity, the last two axes
+/// swapped, all reversed, or rotated by one — or, `signed`, a random subset of them, each
+/// possibly counted from the end); otherwise any length up to the largest rank with small
+/// values.
 fn draw_list(rng: &mut Rng, ranks: &[i64], signed: bool) -> Vec<i64> {
     let top = ranks.iter().copied().max().unwrap_or(1).max(1);
     if rng.range(0, 1) == 0 {
         let pick = usize::try_from(rng.range(0, ranks.len() as i64 - 1)).unwrap_or(0);
         let rank = ranks.get(pick).copied().unwrap_or(top);
         let mut axes: Vec<i64> = (0..rank).collect();
+        if !signed && rng.range(0, 2) == 0 {
+            structured(&mut axes, rng.range(0, STRUCTURED - 1));
+            return axes;
+        }
         for i in (1..axes.len()).rev() {
             let j = usize::try_from(rng.range(0, i as i64)).unwrap_or(0);
             axes.swap(i, j);

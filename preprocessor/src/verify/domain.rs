@@ -158,34 +158,6 @@ impl Gate<'_> {
         }
     }
 
-    /// Adds admitted samples at the edge of the box: one variable of an admitted sample moved
-    /// to its smallest value (a unit dimension, a parameter of 0 or 1), where a loosened
-    /// constraint lets through what the kernel refuses. Random draws reach these rarely. Every
-    /// edge of the first sample is added whatever the budget (so a small `samples` still
-    /// tries each variable at its edge); up to `most` more come from the second.
-    fn add_edge_samples(&self, dtype: DType, admitted: &mut Admitted, most: usize) {
-        const BASES: usize = 2;
-        let bases: Vec<Sample> = admitted
-            .iter()
-            .take(BASES)
-            .map(|(s, _)| s.clone())
-            .collect();
-        let mut added = 0;
-        for (index, base) in bases.iter().enumerate() {
-            for candidate in base.neighbours().filter(|n| n.moved_to_edge(base)) {
-                if index > 0 && added >= most {
-                    return;
-                }
-                if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
-                    && !admitted.iter().any(|(s, _)| *s == candidate)
-                {
-                    admitted.push((candidate, outputs));
-                    added += 1;
-                }
-            }
-        }
-    }
-
     /// Adds, for each condition no admitted sample meets — a fast path's `when`, or one `||`
     /// alternative holding alone — one admitted sample that meets it, searched with bounded
     /// effort (fresh draws and one-variable moves of admitted samples).
@@ -307,7 +279,7 @@ impl Gate<'_> {
     }
 
     /// Draws admitted samples and samples breaking exactly one constraint.
-    pub(super) fn draw(&self, dtype: DType, options: VerifyOptions) -> (Admitted, Breaking) {
+    pub(super) fn draw(&mut self, dtype: DType, options: VerifyOptions) -> (Admitted, Breaking) {
         let mut rng = Rng::new(options.seed);
         let constraints = self.domain.contract.input_constraints.len()
             + self.domain.contract.param_constraints.len();
@@ -355,6 +327,7 @@ impl Gate<'_> {
         self.cover_conditions(dtype, &mut rng, &mut admitted);
         self.cover_optional_inputs(dtype, &mut admitted);
         self.cover_ranks(dtype, &mut rng, &mut admitted);
+        self.designed_edges = self.add_designed_edges(dtype, &mut admitted);
         self.break_by_moving_one_variable(dtype, &admitted, &mut breaking, constraints, quota);
         (admitted, breaking)
     }

@@ -7,7 +7,8 @@
 //! shrunk to a small counterexample and reported with a one-line reproduction.
 //!
 //! [`verify`] runs the checks in order on one [`Gate`]; each check is one file: `operands`,
-//! `domain` (drawing, constraints needed), `admitted`, `rules`, `values`, `cost`, `layout`,
+//! `domain` (drawing, constraints needed), `edges` (samples at the edges of the box),
+//! `admitted`, `rules`, `values`, `cost`, `layout`,
 //! `coverage` and `dtypes`. Samples come from [`sample`], calls go through [`run`] to the
 //! contract's provider, values are compared with [`oracle`].
 
@@ -21,6 +22,7 @@ mod cost;
 mod coverage;
 mod domain;
 mod dtypes;
+mod edges;
 pub mod geometry;
 mod invariant;
 pub mod layout;
@@ -192,7 +194,8 @@ pub fn verify(
     gate.layouts(&first_kernel, first_dtype, &admitted);
     gate.coverage(first_dtype, &admitted);
     if gate.diagnostics.is_empty() {
-        let samples: Vec<&Sample> = admitted.iter().map(|(s, _)| s).collect();
+        let drawn = admitted.len().saturating_sub(gate.designed_edges);
+        let samples: Vec<&Sample> = admitted.iter().take(drawn).map(|(s, _)| s).collect();
         gate.evidence.worked = worked::example_in(&gate.domain, &kernels, &samples);
     }
     gate.undeclared_dtypes(import, &first_kernel, &admitted);
@@ -270,6 +273,9 @@ struct Gate<'a> {
     growth_stopped: bool,
     /// Per `independent_of` parameter, the samples run again with it 1.
     independence_checked: std::collections::BTreeMap<String, usize>,
+    /// The admitted samples designed at the edges of the box, last among them
+    /// ([`Gate::add_designed_edges`]).
+    designed_edges: usize,
 }
 
 impl<'a> Gate<'a> {
@@ -304,6 +310,7 @@ impl<'a> Gate<'a> {
             level_samples: std::collections::BTreeMap::new(),
             growth_stopped: false,
             independence_checked: std::collections::BTreeMap::new(),
+            designed_edges: 0,
         }
     }
 }

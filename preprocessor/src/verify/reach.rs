@@ -6,9 +6,11 @@
 //! tiles ([`RAISED`]), the dims that constraints tie to it following. A raised sample is kept
 //! when it reaches a set of code paths no kept sample reached; while a path the contract
 //! names is still unreached, random growth goes on for at most [`TRIES`] candidates. One
-//! sample with every dim raised together ([`TOGETHER`]) comes last, kept whatever its paths:
-//! its reductions are long where the drawn samples' may all be single terms. Every other grown
-//! sample then gets its optional inputs present.
+//! sample with every dim raised together ([`TOGETHER`]) follows, kept whatever its paths:
+//! its reductions are long where the drawn samples' may all be single terms; then, whatever
+//! their paths, the smallest sample with each dim alone made long ([`LONG`]), so that a
+//! reduction over any one dim runs past the lengths a kernel may unroll or block by. Every other
+//! grown sample then gets its optional inputs present.
 
 use std::collections::BTreeSet;
 
@@ -34,6 +36,8 @@ const RAISED: [i64; 4] = [4, 5, 8, 9];
 const RAISED_PARAM: [i64; 2] = [2, 4];
 /// The value two dims raised together take.
 const PAIRED: i64 = 9;
+/// The values one dim takes alone to make a long reduction: past 16 and 32 with a remainder.
+const LONG: [i64; 2] = [24, 33];
 /// The values every dim raised together tries, in turn.
 const TOGETHER: [i64; 3] = [4, 3, 2];
 /// The smallest samples the sweep starts from, in turn, until every extent is reached.
@@ -187,6 +191,25 @@ impl Gate<'_> {
         {
             grown.push((together, outputs));
         }
+        // Then each dim alone made long on the smallest sample, whatever its paths: a reduction
+        // over it runs past the unrolled and blocked lengths (16, 32) a kernel may switch at,
+        // with a remainder (a matrix product's `k`, a sum's channels), where every other grown
+        // dim stays at most 9.
+        if let Some(base) = bases.first() {
+            for variable in 0..dim_count(base) {
+                for value in LONG {
+                    let Some(candidate) = self.long(base, variable, value, dtype) else {
+                        continue;
+                    };
+                    if !grown.iter().any(|(s, _)| *s == candidate)
+                        && let Some((outputs, _)) =
+                            self.try_grown(kernel, dtype, &candidate, admitted)
+                    {
+                        grown.push((candidate, outputs));
+                    }
+                }
+            }
+        }
         self.optional_inputs_present(&mut grown, dtype);
         let mixed = self.with_drawn_params(&grown, admitted, dtype);
         grown.splice(0..0, mixed);
@@ -321,6 +344,19 @@ impl Gate<'_> {
             let candidate = self.domain.tied(&raised, dtype);
             self.small_enough(&candidate, dtype).map(|_| candidate)
         })
+    }
+
+    /// `sample` with its `variable`-th dim set to `value`, and, where that alone is no sample
+    /// (a constraint no `==` ties, such as a `select` of two dims), one other dim too.
+    fn long(&self, sample: &Sample, variable: usize, value: i64, dtype: DType) -> Option<Sample> {
+        let alone = self.domain.tied(&raise(sample, variable, value), dtype);
+        if self.small_enough(&alone, dtype).is_some() {
+            return Some(alone);
+        }
+        (0..dim_count(sample))
+            .filter(|other| *other != variable)
+            .map(|other| self.domain.tied(&raise(&alone, other, value), dtype))
+            .find(|pair| self.small_enough(pair, dtype).is_some())
     }
 
     /// The outputs of `candidate` when it is admitted with at most [`GROWN_ELEMENTS`] elements.

@@ -201,10 +201,11 @@ fn wide_exponent(rng: &mut Rng, dtype: DType) -> f64 {
     sign * mantissa * 2f64.powi(exponent)
 }
 
-/// One value for [`Fill::NearUnderflow`]: `±(1 + m/8)·2^k` with `k` from four below to two
+/// One value for [`Fill::NearUnderflow`]: `±(1 + f)·2^k` with `k` from four below to two
 /// above half the smallest normal exponent (a product of two lies around the smallest normal),
 /// and one in four with `k` up to six below the smallest normal exponent (a subnormal operand,
-/// above the smallest subnormal); an integer dtype gets [`integer_value`]s.
+/// above the smallest subnormal); `f` is random, so that products carry more bits than a
+/// subnormal keeps and their rounding shows. An integer dtype gets [`integer_value`]s.
 fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
     let Some(lowest) = smallest_normal_exponent(dtype) else {
         return integer_value(rng, dtype);
@@ -214,7 +215,7 @@ fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
         _ => (lowest / 2 - 4, lowest / 2 + 2),
     };
     let exponent = i32::try_from(rng.range(low, high)).unwrap_or(0);
-    let mantissa = 1.0 + rng.range(0, 7) as f64 / 8.0;
+    let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
     let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
     sign * mantissa * 2f64.powi(exponent)
 }

@@ -378,3 +378,45 @@ fn a_bitwise_claim_is_attacked_near_underflow_where_a_flush_to_zero_shows() {
         "{row:?}"
     );
 }
+
+#[test]
+fn promises_no_run_here_can_observe_are_listed_unchecked() {
+    let text = POOL.replace(
+        "determinism: same_hardware_bitwise\n",
+        "caps:\n  fast_paths:\n    - { when: \"stride == 1\", note: \"dense rows\" }\ndeterminism: cross_hardware_bitwise\n",
+    );
+    let provider = synthetic(lenient);
+    let info = provider
+        .description()
+        .entry_point("synthetic::pool_f32")
+        .unwrap();
+    let kernel = Kernel {
+        info,
+        provider: &provider,
+    };
+    let (source, raw, contract) = read_resolved(&text);
+    let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+    gate.abi_claims();
+    let claims: Vec<&str> = gate
+        .evidence
+        .unchecked
+        .iter()
+        .map(|(c, _)| c.as_str())
+        .collect();
+    assert_eq!(
+        claims,
+        [
+            "`determinism: cross_hardware_bitwise`",
+            "`fast_paths`: a faster path where `stride == 1` (dense rows)"
+        ]
+    );
+    // Same-hardware bits are observed (repeated runs), and no fast path is claimed: nothing.
+    let (source, raw, contract) = read_resolved(POOL);
+    let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+    gate.abi_claims();
+    assert!(
+        gate.evidence.unchecked.is_empty(),
+        "{:?}",
+        gate.evidence.unchecked
+    );
+}

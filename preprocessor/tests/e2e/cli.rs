@@ -77,8 +77,9 @@ fn check_json_lists_contracts_with_hashes_and_evidence() {
 #[test]
 fn claims_the_gate_could_not_check_are_listed_apart_and_deniable() {
     // Every seed contract claims `alignment_bytes: 64`, `access_granularity_bits: 8` and no
-    // device or disk memory, which no call across the provider boundary can observe: listed
-    // apart, and an error under `--deny unchecked`.
+    // device or disk memory, which no call across the provider boundary can observe, and
+    // conv2d faster paths where its `fast_paths` conditions hold, which the gate only shows
+    // reachable: listed apart, and an error under `--deny unchecked`.
     let out = fkc(&["check", "--format=json"], &repo_root());
     assert!(out.status.success(), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -99,7 +100,9 @@ fn claims_the_gate_could_not_check_are_listed_apart_and_deniable() {
             "`alignment_bytes: 64`",
             "`access_granularity_bits: 8`",
             "`cost.memory.device_bytes: 0`",
-            "`cost.memory.disk_bytes: 0`"
+            "`cost.memory.disk_bytes: 0`",
+            "`fast_paths`: a faster path where `groups == 1` (dense full-conv path; no per-group channel slicing)",
+            "`fast_paths`: a faster path where `depthwise` (groups == Cin: one filter per channel)"
         ]
     );
     let rows = conv2d["evidence"].as_array().unwrap();

@@ -269,6 +269,19 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
         "max_pool2d",
         |k, o, v| planted(Mutant::PoolTieTakesLater, k, o, v),
     ),
+    // found by an independent red-team round (2026-12-04), each missed by the gate then
+    (
+        "F16 subnormal range taken to start one binade too low",
+        "conv2d_simple",
+        "conv2d_simple",
+        |k, o, v| planted(Mutant::F16SubnormalThresholdLow, k, o, v),
+    ),
+    (
+        "BF16 subnormal results flushed to zero",
+        "conv2d_simple",
+        "conv2d_simple",
+        |k, o, v| planted(Mutant::Bf16FlushesSubnormals, k, o, v),
+    ),
 ];
 
 /// The reference entry point run with `mutant` planted in the backend.
@@ -350,7 +363,9 @@ macro_rules! mutant_entry_points {
     };
 }
 
-mutant_entry_points!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+mutant_entry_points!(
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+);
 
 #[test]
 fn every_kernel_mutant_fails_the_gate() {

@@ -39,6 +39,10 @@ const MUTANTS: &[(&str, Mutant)] = &[
     ("transpose", Mutant::TransposeInversePerm),
     ("reduce_sum", Mutant::ReduceSumDropsLast),
     ("reduce_mean", Mutant::MeanKeepdimCountsOne),
+    // found by an independent red-team round (2026-12-04), each missed by the gate then
+    ("matmul", Mutant::MatmulSplitsLongK),
+    ("transpose", Mutant::TransposeSwapFastPathFirstAxis),
+    ("add", Mutant::AddScalarKeepsShape),
 ];
 
 macro_rules! common_mutant_registry {
@@ -92,7 +96,9 @@ macro_rules! common_mutant_registry {
     };
 }
 
-common_mutant_registry!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17);
+common_mutant_registry!(
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20
+);
 
 /// The dtype suffix of the entry point a contract names.
 fn named_suffix(text: &str, kernel: &str) -> &'static str {

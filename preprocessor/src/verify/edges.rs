@@ -1,0 +1,160 @@
+//! Samples at the edges of the box, where random draws rarely go: one variable of an admitted
+//! sample moved to its smallest value, each input made a tensor of one element, and each
+//! permutation parameter made one of the structured permutations kernels keep fast paths for.
+
+use super::constraints::{self, Verdict};
+use super::sample::{Param, Sample};
+use super::{Admitted, Gate};
+use fkc_provider::DType;
+
+impl Gate<'_> {
+    /// Adds admitted samples at the edge of the box: one variable of an admitted sample moved
+    /// to its smallest value (a unit dimension, a parameter of 0 or 1), where a loosened
+    /// constraint lets through what the kernel refuses. Random draws reach these rarely. Every
+    /// edge of the first sample is added whatever the budget (so a small `samples` still
+    /// tries each variable at its edge); up to `most` more come from the second.
+    pub(super) fn add_edge_samples(&self, dtype: DType, admitted: &mut Admitted, most: usize) {
+        const BASES: usize = 2;
+        let bases: Vec<Sample> = admitted
+            .iter()
+            .take(BASES)
+            .map(|(s, _)| s.clone())
+            .collect();
+        let mut added = 0;
+        for (index, base) in bases.iter().enumerate() {
+            for candidate in base.neighbours().filter(|n| n.moved_to_edge(base)) {
+                if index > 0 && added >= most {
+                    return;
+                }
+                if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
+                    && !admitted.iter().any(|(s, _)| *s == candidate)
+                {
+                    admitted.push((candidate, outputs));
+                    added += 1;
+                }
+            }
+        }
+    }
+
+    /// Adds the samples no random draw is likely to give, whatever the budget, last (the worked
+    /// example is chosen among the others: these are not what a reader should see first):
+    /// [`Gate::add_unit_inputs`] and [`Gate::add_structured_permutations`]. Returns how many.
+    pub(super) fn add_designed_edges(&self, dtype: DType, admitted: &mut Admitted) -> usize {
+        let before = admitted.len();
+        self.add_unit_inputs(dtype, admitted);
+        self.add_structured_permutations(dtype, admitted);
+        admitted.len() - before
+    }
+
+    /// Adds, for each input, an admitted sample with every dim of that input 1 (a tensor of one
+    /// element, broadcast or gathered from), taken from the first sample where that input's
+    /// rank is the highest of all inputs' (so that a unit input of more axes than the others,
+    /// which broadcasting must keep in the output's shape, is tried), else from the first one.
+    fn add_unit_inputs(&self, dtype: DType, admitted: &mut Admitted) {
+        let Some((first, _)) = admitted.first() else {
+            return;
+        };
+        let first = first.clone();
+        for input in 0..first.inputs.len() {
+            let highest = |s: &Sample| {
+                let rank = |i: usize| {
+                    s.inputs
+                        .get(i)
+                        .filter(|(_, _, p)| *p)
+                        .map(|(_, d, _)| d.len())
+                };
+                let mine = rank(input).unwrap_or(0);
+                mine > 0
+                    && (0..s.inputs.len()).all(|i| i == input || rank(i).is_none_or(|r| r < mine))
+            };
+            let base = admitted
+                .iter()
+                .map(|(s, _)| s)
+                .find(|s| highest(s))
+                .unwrap_or(&first)
+                .clone();
+            let mut unit = base;
+            match unit.inputs.get_mut(input) {
+                Some((_, dims, true)) if dims.iter().any(|d| *d != 1) => dims.fill(1),
+                _ => continue,
+            }
+            let unit = self.domain.tied(&unit, dtype);
+            if let Verdict::Admitted { outputs } = self.domain.verdict(&unit, dtype)
+                && !admitted.iter().any(|(s, _)| *s == unit)
+            {
+                admitted.push((unit, outputs));
+            }
+        }
+    }
+
+    /// Adds, for each parameter that holds a permutation of its axes on the admitted sample of
+    /// the most axes (and of those the most longer than one; its unit axes made 2 where it stays
+    /// a sample), that sample with each structured permutation instead (the identity, the
+    /// last two axes swapped, all reversed, rotated by one): kernels keep fast paths for
+    /// these, which random permutations at a high rank almost never meet.
+    fn add_structured_permutations(&self, dtype: DType, admitted: &mut Admitted) {
+        // the most axes, then the most of them longer than one (a permutation of unit axes
+        // moves no element), then the most elements
+        let axes = |s: &Sample| {
+            let dims = s.inputs.iter().flat_map(|(_, d, _)| d);
+            let long = dims.clone().filter(|d| **d > 1).count();
+            (dims.count(), long, s.elements())
+        };
+        let Some(mut base) = admitted
+            .iter()
+            .map(|(s, _)| s)
+            .max_by_key(|s| axes(s))
+            .cloned()
+        else {
+            return;
+        };
+        // and every unit axis made 2 where that is still a sample
+        for input in 0..base.inputs.len() {
+            let rank = base.inputs.get(input).map_or(0, |(_, d, _)| d.len());
+            for axis in 0..rank {
+                let mut longer = base.clone();
+                match longer
+                    .inputs
+                    .get_mut(input)
+                    .and_then(|(_, d, _)| d.get_mut(axis))
+                {
+                    Some(dim) if *dim == 1 => *dim = 2,
+                    _ => continue,
+                }
+                let longer = self.domain.tied(&longer, dtype);
+                if matches!(
+                    self.domain.verdict(&longer, dtype),
+                    Verdict::Admitted { .. }
+                ) {
+                    base = longer;
+                }
+            }
+        }
+        for at in 0..base.params.len() {
+            let Some((name, Param::Ints(values))) = base.params.get(at) else {
+                continue;
+            };
+            if !self.domain.lists_axes(name) {
+                continue;
+            }
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            if values.len() < 2 || !sorted.iter().copied().eq(0..values.len() as i64) {
+                continue;
+            }
+            for which in 0..constraints::STRUCTURED {
+                let mut candidate = base.clone();
+                if let Some((_, param)) = candidate.params.get_mut(at) {
+                    let perm = param.ints_mut();
+                    perm.iter_mut().zip(0..).for_each(|(p, axis)| *p = axis);
+                    constraints::structured(perm, which);
+                }
+                if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
+                    && !admitted.iter().any(|(s, _)| *s == candidate)
+                {
+                    admitted.push((candidate, outputs));
+                }
+            }
+        }
+    }
+}
