@@ -6,6 +6,7 @@ use super::super::ast::AssignOp;
 use super::super::error::SemanticsError;
 use super::super::ir::{self, Bool, Func, Int, IntKind, IntOp, Origin, ParamValue, Val, ValKind};
 use super::super::machine::{Arith, Step};
+use std::rc::Rc;
 use super::Frame;
 use super::errors::{Fallible, absent, overflow, read_before_write};
 use crate::expr::Span;
@@ -40,18 +41,18 @@ impl<A: Arith> Frame<'_, A> {
 
     /// The steps of the value just evaluated: the steps of the slots it read, then one step
     /// for its own tensor reads.
-    pub(super) fn end_trace(&mut self, v: A::V) -> Vec<Step> {
+    pub(super) fn end_trace(&mut self, v: A::V) -> Vec<Rc<Step>> {
         let mut steps = std::mem::take(&mut self.pending);
         if !self.pending_reads.is_empty() {
-            steps.push(Step {
+            steps.push(Rc::new(Step {
                 reads: std::mem::take(&mut self.pending_reads),
                 value: self.arith.number(v),
-            });
+            }));
         }
         steps
     }
 
-    pub(super) fn record(&mut self, target: &mut TraceTarget, op: AssignOp, steps: Vec<Step>) {
+    pub(super) fn record(&mut self, target: &mut TraceTarget, op: AssignOp, steps: Vec<Rc<Step>>) {
         let list = match target {
             TraceTarget::Slot(slot) => self.val_steps.get_mut(*slot),
             TraceTarget::Element(tensor, flat) => self
@@ -373,9 +374,8 @@ impl<A: Arith> Frame<'_, A> {
                     return Err(read_before_write(e.span, "this local"));
                 };
                 let v = arith.load(cell, dtype);
-                if self.trace {
-                    let steps = self.val_steps.get(*slot).cloned().unwrap_or_default();
-                    self.pending.extend(steps);
+                if let Some(steps) = self.val_steps.get(*slot) {
+                    self.pending.extend(steps.iter().cloned());
                 }
                 v
             }
@@ -403,8 +403,7 @@ impl<A: Arith> Frame<'_, A> {
                     if let Origin::Input(_) = self.program.tensors[*tensor].origin {
                         self.pending_reads.push((*tensor, flat));
                     } else if let Some(steps) = storage.steps.get(flat) {
-                        let steps = steps.clone();
-                        self.pending.extend(steps);
+                        self.pending.extend(steps.iter().cloned());
                     }
                 }
                 v

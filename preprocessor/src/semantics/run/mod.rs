@@ -16,6 +16,7 @@ use super::error::SemanticsError;
 use super::ir::{Op, Origin, Program};
 use super::machine::{Arith, Counts, Inputs, MAX_LOCAL_ELEMENTS, MAX_STEPS, Outcome, Step};
 use crate::expr::Span;
+use std::rc::Rc;
 use errors::{Fallible, never_written, overflow, read_before_write};
 use eval::TraceTarget;
 
@@ -81,7 +82,8 @@ struct Storage<'v, C> {
     /// Elements read at least once (for distinct-read counts).
     read: Vec<bool>,
     present: bool,
-    steps: Vec<Vec<Step>>,
+    /// With tracing: each element's steps (shared, so that reading a value's steps is cheap).
+    steps: Vec<Vec<Rc<Step>>>,
 }
 
 impl<C> Storage<'_, C> {
@@ -124,8 +126,8 @@ struct Frame<'p, A: Arith> {
     allowed: u64,
     /// With tracing: each value slot's steps, and the reads of the expression being evaluated.
     trace: bool,
-    val_steps: Vec<Vec<Step>>,
-    pending: Vec<Step>,
+    val_steps: Vec<Vec<Rc<Step>>>,
+    pending: Vec<Rc<Step>>,
     pending_reads: Vec<(usize, usize)>,
     /// Scratch of a planned nest: its evaluated forms, each access's (base, step).
     forms: Vec<i64>,
@@ -220,7 +222,8 @@ impl<'p, A: Arith> Frame<'p, A> {
                 cells.push(cell);
             }
             outputs.push(cells);
-            traces.push(storage.steps);
+            let steps = storage.steps.into_iter();
+            traces.push(steps.map(|s| s.into_iter().map(Rc::unwrap_or_clone).collect()).collect());
         }
         Ok(Outcome {
             outputs,
