@@ -57,6 +57,14 @@ fn synthetic(call: fkc_provider::EntryFn) -> Provider {
     in_process(entry_points)
 }
 
+/// The one kernel of a [`synthetic`] provider.
+fn pool_kernel(provider: &Provider) -> Kernel<'_> {
+    let info = (provider.description())
+        .entry_point("synthetic::pool_f32")
+        .unwrap();
+    Kernel { info, provider }
+}
+
 /// A contract's text read and its expressions resolved (both without a problem), as the
 /// chapter `t.md`.
 pub(super) fn read_resolved(text: &str) -> (Arc<SourceFile>, RawContract, Contract) {
@@ -328,14 +336,7 @@ fn a_bitwise_claim_is_attacked_near_underflow_where_a_flush_to_zero_shows() {
     let text = POOL.replace("kernel: k\n", "kernel: k\nop_kind: MaxPool2D\n");
     let attacked = |call: fkc_provider::EntryFn| {
         let provider = synthetic(call);
-        let info = provider
-            .description()
-            .entry_point("synthetic::pool_f32")
-            .unwrap();
-        let kernel = Kernel {
-            info,
-            provider: &provider,
-        };
+        let kernel = pool_kernel(&provider);
         let (source, raw, contract) = read_resolved(&text);
         let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
         let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
@@ -386,14 +387,7 @@ fn promises_no_run_here_can_observe_are_listed_unchecked() {
         "caps:\n  fast_paths:\n    - { when: \"stride == 1\", note: \"dense rows\" }\ndeterminism: cross_hardware_bitwise\n",
     );
     let provider = synthetic(lenient);
-    let info = provider
-        .description()
-        .entry_point("synthetic::pool_f32")
-        .unwrap();
-    let kernel = Kernel {
-        info,
-        provider: &provider,
-    };
+    let kernel = pool_kernel(&provider);
     let (source, raw, contract) = read_resolved(&text);
     let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
     gate.abi_claims();
