@@ -549,52 +549,5 @@ fn raise(sample: &Sample, variable: usize, value: i64) -> Sample {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::super::sample::Param;
-    use super::super::tests::{in_process, read_resolved};
-    use super::super::{Gate, VerifyOptions};
-    use super::*;
-
-    const POOL: &str = "kernel: k\nop_kind: MaxPool2D\nregistrable: false\nbackend: Cpu\nkernel_source: s\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"kernel_size > 0\" }\n    stride: { kind: usize, constraint: \"stride > 0\" }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }\n";
-
-    #[test]
-    fn grown_samples_given_drawn_parameters_keep_their_outer_dims_light() {
-        let entry = fuel_reference_backend::fkc::ENTRY_POINTS.iter();
-        let pool = entry.filter(|k| k.symbol == "fuel_reference_backend::ops::max_pool2d_f32");
-        let provider = in_process(Box::leak(
-            pool.copied().collect::<Vec<_>>().into_boxed_slice(),
-        ));
-        let symbol = "fuel_reference_backend::ops::max_pool2d_f32";
-        let info = provider.description().entry_point(symbol).unwrap();
-        let kernel = Kernel {
-            info,
-            provider: &provider,
-        };
-        let (source, raw, contract) = read_resolved(POOL);
-        let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
-        let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
-        let grown = gate.grown(&kernel, DType::F32, &admitted);
-        // The first grown samples carry drawn parameters (a window wider than one among them),
-        // each within the light budget: a drawn batch of up to 6 is brought back to 1.
-        let mixed: Vec<_> = grown.iter().take(MIXED).collect();
-        assert!(
-            mixed
-                .iter()
-                .any(|(s, _)| s.params.iter().any(|(_, p)| *p != Param::Int(1)))
-        );
-        for (sample, outputs) in &mixed {
-            assert!(
-                weight(sample, outputs) <= MIXED_ELEMENTS,
-                "{}",
-                sample.describe()
-            );
-            assert_eq!(sample.inputs[0].1[0], 1, "{}", sample.describe());
-            assert!(
-                sample.inputs[0].1[3] >= SWEEP_FROM - 1,
-                "{}",
-                sample.describe()
-            );
-        }
-    }
-}
+#[path = "reach_tests.rs"]
+mod tests;
