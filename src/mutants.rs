@@ -89,6 +89,23 @@ pub enum Mutant {
     /// Half-precision rounding (the vectorised BF16 path): results below F32's smallest
     /// normal flushed to a signed zero.
     Bf16FlushesSubnormals,
+    /// Every common kernel: a stride-0 broadcast view is packed by repeating its stored
+    /// values (right only when the broadcast axis is the outermost long one).
+    PackBroadcastRepeats,
+    /// Every common kernel: a float operand of another float dtype is converted (NumPy-style
+    /// promotion) instead of refused.
+    FloatOperandsConverted,
+    /// `embedding`: an id is truncated to 32 bits before the range check, so `2^32 + i` reads
+    /// row `i`.
+    EmbeddingIdsTruncated32,
+    /// Threaded max pooling: windows wider than 4 take the max of each column first, and the
+    /// window's last column is left out.
+    PoolWideWindowDropsLastColumn,
+    /// `reduce_sum`: a long reduction is summed in blocks of 1024 terms, then the block sums
+    /// (the same terms in another order, for sums past 1024 terms only).
+    ReduceSumBlocked1024,
+    /// `softmax`: a softmax over one element is taken to be 1 (wrong for NaN and ±Inf).
+    SoftmaxSingleElementIsOne,
 }
 
 #[cfg(feature = "mutants")]

@@ -270,11 +270,19 @@ pub fn offset_view_of(t: &AnyTensor) -> Operand {
 /// last axis of size > 1; that axis gets a negative stride and the view starts at its far end
 /// (`reverse_strides` and `start_offset` flags). `None` when every axis has size ≤ 1.
 pub fn reversed_view_of(t: &AnyTensor) -> Option<Operand> {
+    let axis = t.shape().iter().rposition(|&d| d > 1)?;
+    reversed_view_along(t, axis)
+}
+
+/// A view with the same logical values as `t` whose storage holds the data reversed along
+/// `axis`, which gets a negative stride; the view starts at that axis's far end
+/// (`reverse_strides` and `start_offset` flags). `None` when `axis` is out of range or has
+/// size ≤ 1.
+pub fn reversed_view_along(t: &AnyTensor, axis: usize) -> Option<Operand> {
     let shape = t.shape().to_vec();
-    let axis = shape.iter().rposition(|&d| d > 1)?;
+    let size = *shape.get(axis).filter(|&&d| d > 1)?;
     let packed = row_major_strides(&shape);
     let inner = usize::try_from(packed[axis]).ok()?;
-    let size = shape[axis];
     let values = t.to_f64_vec();
     // Each block of `size * inner` elements is reversed at the granularity of `inner` runs.
     let mut reversed = Vec::with_capacity(values.len());
@@ -288,6 +296,33 @@ pub fn reversed_view_of(t: &AnyTensor) -> Option<Operand> {
     strides[axis] = -strides[axis];
     let offset = (size - 1) * inner;
     Operand::view(Arc::new(storage), shape, strides, offset).ok()
+}
+
+/// A view with the same logical values as `t` whose last axis is packed but whose rows are a
+/// pitch apart: one NaN junk element after each row, as in a slice of a wider tensor
+/// (`strided` flag, with a unit innermost stride). `None` when `t` has fewer than two axes of
+/// size > 1 (no pitch can then be observed).
+pub fn row_pitch_view_of(t: &AnyTensor) -> Option<Operand> {
+    let shape = t.shape().to_vec();
+    if shape.iter().filter(|&&d| d > 1).count() < 2 {
+        return None;
+    }
+    let last = *shape.last()?;
+    let values = t.to_f64_vec();
+    let padded: Vec<f64> = values
+        .chunks(last.max(1))
+        .flat_map(|row| row.iter().copied().chain([JUNK]))
+        .collect();
+    let storage = AnyTensor::from_f64(t.dtype(), &[padded.len()], &padded).ok()?;
+    let mut pitched = shape.clone();
+    if let Some(l) = pitched.last_mut() {
+        *l = last + 1;
+    }
+    let mut strides = row_major_strides(&pitched);
+    if let Some(s) = strides.last_mut() {
+        *s = 1;
+    }
+    Operand::view(Arc::new(storage), shape, strides, 0).ok()
 }
 
 /// A view with the same logical values as `t` that reads one slice of an axis along which
@@ -382,6 +417,22 @@ mod tests {
         let reversed = reversed_view_of(&t).unwrap();
         assert!(reversed.layout().reverse_strides);
         assert_eq!(logical_values(&reversed), t.to_f64_vec());
+    }
+
+    #[test]
+    fn outer_reversal_and_row_pitch_keep_values() {
+        let t = arange(&[2, 3, 4]);
+        let outer = reversed_view_along(&t, 0).unwrap();
+        assert!(outer.layout().reverse_strides);
+        assert!(outer.strides()[0] < 0 && outer.strides()[2] == 1);
+        assert_eq!(logical_values(&outer), t.to_f64_vec());
+        assert!(reversed_view_along(&arange(&[1, 3]), 0).is_none());
+
+        let pitched = row_pitch_view_of(&t).unwrap();
+        assert!(pitched.layout().strided && pitched.strides()[2] == 1);
+        assert_eq!(pitched.strides()[1], 5);
+        assert_eq!(logical_values(&pitched), t.to_f64_vec());
+        assert!(row_pitch_view_of(&arange(&[1, 4])).is_none());
     }
 
     #[test]

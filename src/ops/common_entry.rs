@@ -23,6 +23,7 @@ use crate::fkc_common::{
     QMATMUL_FIELDS, QMATMUL_INPUTS, REDUCE_FIELDS, REDUCE_INPUTS, TRANSPOSE_FIELDS,
     TRANSPOSE_INPUTS, UNARY_INPUTS,
 };
+use crate::mutants::{Mutant, active};
 use crate::ops::avg_pool2d::{AvgDivisor, AvgPool2dParams, avg_pool2d};
 use crate::ops::elementwise::{add, add_e5m2, add_wrapping, gelu, leaky_relu, mul};
 use crate::ops::gather::embedding;
@@ -44,7 +45,13 @@ fn check_operands<T: Scalar>(
     check_arity(op, descs, operands)?;
     for (desc, operand) in descs.iter().zip(operands) {
         let expected = desc.dtype.unwrap_or(T::DTYPE);
-        if let Some(operand) = operand.as_ref().filter(|o| o.dtype() != expected) {
+        let converted = |o: &Operand| {
+            active(Mutant::FloatOperandsConverted) && o.dtype().is_float() && expected.is_float()
+        };
+        if let Some(operand) = operand
+            .as_ref()
+            .filter(|o| o.dtype() != expected && !converted(o))
+        {
             return Err(ExecError::WrongDType {
                 op,
                 operand: desc.name,
@@ -67,7 +74,18 @@ fn pack<'a, U: Scalar>(
     if let Some(t) = whole {
         return Ok(Cow::Borrowed(t));
     }
-    let packed = operand.packed()?;
+    if operand.layout().broadcast_stride0
+        && active(Mutant::PackBroadcastRepeats)
+        && let Some(t) = U::peel(operand.storage())
+    {
+        let n = crate::shape::numel(operand.shape())?;
+        let data: Vec<U> = t.data().iter().copied().cycle().take(n).collect();
+        return Ok(Cow::Owned(RefTensor::from_vec(data, operand.shape())?));
+    }
+    let mut packed = operand.packed()?;
+    if packed.dtype() != U::DTYPE && active(Mutant::FloatOperandsConverted) {
+        packed = AnyTensor::from_f64(U::DTYPE, operand.shape(), &packed.to_f64_vec())?;
+    }
     let t = U::peel(&packed).ok_or_else(|| ExecError::WrongDType {
         op,
         operand: desc.name,

@@ -19,7 +19,11 @@ fn row_of(id: i64, vocab: usize, n: usize, l: usize) -> Result<usize, KernelErro
         )
     };
     let wide_vocab = i128::try_from(vocab).map_err(|_| outside())?;
-    let mut index = i128::from(id);
+    let mut index = if active(Mutant::EmbeddingIdsTruncated32) {
+        i128::from(id as u32)
+    } else {
+        i128::from(id)
+    };
     if index < 0 && active(Mutant::EmbeddingNegativeWraps) {
         index += wide_vocab;
     }

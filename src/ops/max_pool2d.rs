@@ -4,6 +4,7 @@
 //! bit-stable. Its NaN and signed-zero behaviour is pinned down in [`max_pool2d`].
 
 use crate::error::{KernelError, KernelErrorKind};
+use crate::mutants::{Mutant, active};
 use crate::ops::common::{
     GatherAxis, check_out_numel, ensure, max_step, require_nonempty, require_rank,
 };
@@ -108,9 +109,11 @@ pub fn max_pool2d_threaded<T: Element>(
         kernel: k,
         stride: s,
     };
-    if let Some(out) = pool_fast::run(&geometry, x, threads) {
+    let wide_bug = k > 4 && active(Mutant::PoolWideWindowDropsLastColumn);
+    if !wide_bug && let Some(out) = pool_fast::run(&geometry, x, threads) {
         return Ok(RefTensor::from_vec(out, &out_dims)?);
     }
+    let columns = if wide_bug { k - 1 } else { k };
     fkc_provider::call::took("max_pool2d.scalar-fallback");
     let mut out = Vec::with_capacity(x.data().len() / (height * width) * out_height * out_width);
     for plane in x.data().chunks_exact(height * width) {
@@ -121,7 +124,7 @@ pub fn max_pool2d_threaded<T: Element>(
                 // max_step(m, m) is m, bit for bit, NaN or not.
                 let mut m = plane[corner];
                 for row in 0..k {
-                    for &v in &plane[corner + row * width..][..k] {
+                    for &v in &plane[corner + row * width..][..columns] {
                         m = max_step(m, v);
                     }
                 }

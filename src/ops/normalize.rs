@@ -31,6 +31,9 @@ pub fn softmax<T: Element>(x: &RefTensor<T>, axis: i64) -> Result<RefTensor<T>, 
     let axis = softmax_axis(axis, x.shape().len())?;
     let (outer, extent, inner) = split_at_axis(x.shape(), axis)?;
     let data = x.data();
+    if extent == 1 && active(Mutant::SoftmaxSingleElementIsOne) {
+        return Ok(RefTensor::from_vec(vec![T::one(); data.len()], x.shape())?);
+    }
     let mut out: Vec<T> = zeroed_vec(data.len())?;
     let mut e = Vec::with_capacity(extent);
     for o in 0..outer {

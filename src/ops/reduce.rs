@@ -80,12 +80,19 @@ fn sums<T: Element>(x: &RefTensor<T>, plan: &Plan, drop_last: bool) -> Result<Ve
     let mut out = Vec::with_capacity(outputs);
     let mut kept_index = vec![0; plan.kept.len()];
     let mut reduced_index = vec![0; plan.reduced.len()];
+    let blocked = active(Mutant::ReduceSumBlocked1024);
     for _ in 0..outputs {
         let base = offset(&kept_index, &plan.kept_strides);
         let mut acc: Option<T> = None;
-        for _ in 0..taken {
+        let mut partial: Option<T> = None;
+        for t in 0..taken {
             let v = data[base + offset(&reduced_index, &plan.reduced_strides)];
-            acc = Some(acc.map_or(v, |a| a + v));
+            partial = Some(partial.map_or(v, |a| a + v));
+            if (t + 1 == taken || (blocked && (t + 1) % 1024 == 0))
+                && let Some(p) = partial.take()
+            {
+                acc = Some(acc.map_or(p, |a| a + p));
+            }
             step_index(&mut reduced_index, &plan.reduced);
         }
         reduced_index.fill(0);

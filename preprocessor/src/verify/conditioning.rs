@@ -9,7 +9,8 @@
 //! products and sums are subnormal: a kernel that flushes subnormals to zero breaks it.
 
 use super::Gate;
-use super::run::{Fill, Outcome, call_filled};
+use super::fill::Fill;
+use super::run::{Outcome, call_filled};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay};
 use crate::providers::Kernel;

@@ -10,7 +10,9 @@ use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::contract::raw::{LayoutRequirement, RawContract, RawInput};
 use crate::providers::{CallOutcome, Kernel};
-use fkc_provider::view::{broadcast_view_of, offset_view_of, reversed_view_of, strided_view_of};
+use fkc_provider::view::{
+    broadcast_view_of, offset_view_of, reversed_view_along, row_pitch_view_of, strided_view_of,
+};
 use fkc_provider::{AnyTensor, DType, Operand, ParamValues};
 
 use super::Gate;
@@ -27,8 +29,8 @@ pub struct LayoutFailure {
 /// What the layout check ran.
 #[derive(Debug, Clone, Default)]
 pub struct LayoutReport {
-    /// (input, flag, what happened) for every view tried.
-    pub tried: Vec<(String, &'static str, &'static str)>,
+    /// (input, flag, how many views of it, what happened) for every flag tried.
+    pub tried: Vec<(String, &'static str, usize, &'static str)>,
     pub failure: Option<LayoutFailure>,
 }
 
@@ -48,7 +50,7 @@ pub fn check(
     seed: u64,
 ) -> LayoutReport {
     let mut report = LayoutReport::default();
-    let fill = super::run::Fill::Random(seed);
+    let fill = super::fill::Fill::Random(seed);
     let Ok((base, values)) = arguments(kernel, sample, dtype, fill, bounds) else {
         return report;
     };
@@ -65,75 +67,117 @@ pub fn check(
             continue;
         };
         for flag in FLAGS {
-            let requirement = requirement(input, flag);
-            let Some((tensor, view)) = view_for(flag, operand) else {
-                continue;
-            };
-            let mut contiguous = base.clone();
-            let mut viewed = base.clone();
-            if let (Some(c), Some(v)) = (contiguous.get_mut(slot), viewed.get_mut(slot)) {
-                *c = Some(Operand::contiguous(tensor));
-                *v = Some(view.clone());
+            let views = views_for(flag, operand);
+            let mut done = None;
+            for (variant, tensor, view) in &views {
+                let claim = Claim {
+                    flag,
+                    input: &desc.name,
+                    requirement: raw_requirement(input, flag),
+                    contiguizes,
+                };
+                let outcome = one_view(
+                    &claim,
+                    kernel,
+                    (&base, &values, slot),
+                    (tensor, view, dtype),
+                )
+                .map_err(|message| format!("{message} ({variant})"));
+                match outcome {
+                    Ok(Some(outcome)) => done = Some(outcome),
+                    Ok(None) => {}
+                    Err(message) => {
+                        report.failure = Some(LayoutFailure {
+                            input: desc.name.to_owned(),
+                            flag,
+                            message,
+                        });
+                        return report;
+                    }
+                }
             }
-            let CallOutcome::Outputs(expected) = kernel.run(&contiguous, &values) else {
-                continue;
-            };
-            let got = match kernel.run(&viewed, &values) {
-                CallOutcome::Outputs(out) => Ok(out),
-                CallOutcome::Rejected(error) => Err(error),
-                CallOutcome::Crashed(crash) => Err(crash.to_string()),
-            };
-            let outcome = match (requirement, got) {
-                (Some(LayoutRequirement::Rejected), Ok(_)) => Err(format!(
-                    "`{}` accepts a {flag} view of `{}`, but the contract says `{flag}: rejected`",
-                    kernel.symbol, desc.name
-                )),
-                (Some(LayoutRequirement::Accepted | LayoutRequirement::Required), Err(error)) => {
-                    Err(format!(
-                        "`{}` refuses a {flag} view of `{}` ({error}), but the contract accepts it",
-                        kernel.symbol, desc.name
-                    ))
-                }
-                (Some(LayoutRequirement::Accepted | LayoutRequirement::Required), Ok(out))
-                    if !same_bits(&out, &expected) =>
-                {
-                    Err(format!(
-                        "`{}` gives a different result on a {flag} view of `{}` than on the contiguous tensor",
-                        kernel.symbol, desc.name
-                    ))
-                }
-                (None, _) => Ok("not declared"),
-                (Some(LayoutRequirement::Rejected), Err(_)) => Ok("refused"),
-                _ => Ok("accepted, bitwise the contiguous result"),
-            };
-            let outcome = outcome.and_then(|done| {
-                if !contiguizes {
-                    return Ok(done);
-                }
-                let planned = contiguize(kernel, &view, dtype).map_err(|e| format!("Contiguize failed on a {flag} view of `{}`: {e}", desc.name))?;
-                let mut operands = base.clone();
-                if let Some(o) = operands.get_mut(slot) {
-                    *o = Some(Operand::contiguous(planned));
-                }
-                match kernel.run(&operands, &values) {
-                    CallOutcome::Outputs(out) if same_bits(&out, &expected) => Ok(if done == "refused" { "refused; contiguized, bitwise the contiguous result" } else { done }),
-                    _ => Err(format!("after Contiguize, a {flag} view of `{}` does not give the contiguous result", desc.name)),
-                }
-            });
-            match outcome {
-                Ok(done) => report.tried.push((desc.name.to_owned(), flag, done)),
-                Err(message) => {
-                    report.failure = Some(LayoutFailure {
-                        input: desc.name.to_owned(),
-                        flag,
-                        message,
-                    });
-                    return report;
-                }
+            if let Some(done) = done {
+                report
+                    .tried
+                    .push((desc.name.to_owned(), flag, views.len(), done));
             }
         }
     }
     report
+}
+
+/// The layout claim one view puts to the test.
+struct Claim<'c> {
+    flag: &'static str,
+    input: &'c str,
+    requirement: Option<LayoutRequirement>,
+    /// The planner turns a refused view into a contiguous tensor first.
+    contiguizes: bool,
+}
+
+/// One view of one input: the kernel's result on it against the contiguous tensor's, and,
+/// where the planner contiguizes, the result after its `Contiguize`. `None` when the kernel
+/// does not run the contiguous operands either (nothing to compare with).
+fn one_view(
+    claim: &Claim<'_>,
+    kernel: &Kernel<'_>,
+    (base, values, slot): (&[Option<Operand>], &ParamValues, usize),
+    (tensor, view, dtype): (&AnyTensor, &Operand, DType),
+) -> Result<Option<&'static str>, String> {
+    let (flag, input, symbol) = (claim.flag, claim.input, &kernel.symbol);
+    let mut contiguous = base.to_vec();
+    let mut viewed = base.to_vec();
+    if let (Some(c), Some(v)) = (contiguous.get_mut(slot), viewed.get_mut(slot)) {
+        *c = Some(Operand::contiguous(tensor.clone()));
+        *v = Some(view.clone());
+    }
+    let CallOutcome::Outputs(expected) = kernel.run(&contiguous, values) else {
+        return Ok(None);
+    };
+    let got = match kernel.run(&viewed, values) {
+        CallOutcome::Outputs(out) => Ok(out),
+        CallOutcome::Rejected(error) => Err(error),
+        CallOutcome::Crashed(crash) => Err(crash.to_string()),
+    };
+    let done = match (claim.requirement, got) {
+        (Some(LayoutRequirement::Rejected), Ok(_)) => Err(format!(
+            "`{symbol}` accepts a {flag} view of `{input}`, but the contract says `{flag}: rejected`"
+        )),
+        (Some(LayoutRequirement::Accepted | LayoutRequirement::Required), Err(error)) => {
+            Err(format!(
+                "`{symbol}` refuses a {flag} view of `{input}` ({error}), but the contract accepts it"
+            ))
+        }
+        (Some(LayoutRequirement::Accepted | LayoutRequirement::Required), Ok(out))
+            if !same_bits(&out, &expected) =>
+        {
+            Err(format!(
+                "`{symbol}` gives a different result on a {flag} view of `{input}` than on the contiguous tensor"
+            ))
+        }
+        (None, _) => Ok("not declared"),
+        (Some(LayoutRequirement::Rejected), Err(_)) => Ok("refused"),
+        _ => Ok("accepted, bitwise the contiguous result"),
+    }?;
+    if !claim.contiguizes {
+        return Ok(Some(done));
+    }
+    let planned = contiguize(kernel, view, dtype)
+        .map_err(|e| format!("Contiguize failed on a {flag} view of `{input}`: {e}"))?;
+    let mut operands = base.to_vec();
+    if let Some(o) = operands.get_mut(slot) {
+        *o = Some(Operand::contiguous(planned));
+    }
+    match kernel.run(&operands, values) {
+        CallOutcome::Outputs(out) if same_bits(&out, &expected) => Ok(Some(if done == "refused" {
+            "refused; contiguized, bitwise the contiguous result"
+        } else {
+            done
+        })),
+        _ => Err(format!(
+            "after Contiguize, a {flag} view of `{input}` does not give the contiguous result"
+        )),
+    }
 }
 
 /// Why the planner's contiguize step failed.
@@ -186,7 +230,7 @@ fn contiguize(
     }
 }
 
-fn requirement(input: &RawInput, flag: &str) -> Option<LayoutRequirement> {
+fn raw_requirement(input: &RawInput, flag: &str) -> Option<LayoutRequirement> {
     let layout = input.layout.as_ref()?;
     layout
         .flags()
@@ -195,25 +239,68 @@ fn requirement(input: &RawInput, flag: &str) -> Option<LayoutRequirement> {
         .and_then(|(_, r)| r.map(|r| r.value))
 }
 
-/// A view with `flag` of `operand`'s values, with the contiguous tensor of the same logical
-/// values (for broadcast, the operand made constant along its first axis of size > 1).
-fn view_for(flag: &str, operand: &Operand) -> Option<(AnyTensor, Operand)> {
+/// The views with `flag` of `operand`'s values, each named, with the contiguous tensor of the
+/// same logical values: strides doubled and rows a pitch apart (a slice of a wider tensor);
+/// an offset start; the first and the last axis of size > 1 reversed; and, for broadcast, the
+/// operand made constant along its first and along its last axis of size > 1, read through
+/// stride 0. A kernel that handles only the outermost broadcast or reversal, or a unit
+/// innermost stride only when the rows are packed, is told apart.
+fn views_for(flag: &str, operand: &Operand) -> Vec<(String, AnyTensor, Operand)> {
     let tensor = operand.storage().as_ref().clone();
+    let shape = tensor.shape().to_vec();
+    let long_axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] > 1).collect();
+    let ends: Vec<usize> = match (long_axes.first(), long_axes.last()) {
+        (Some(&first), Some(&last)) if first != last => vec![last, first],
+        (Some(&only), _) => vec![only],
+        _ => Vec::new(),
+    };
+    let named =
+        |name: String, view: Option<Operand>, t: &AnyTensor| view.map(|v| (name, t.clone(), v));
     match flag {
-        "strided" => strided_view_of(&tensor).map(|v| (tensor, v)),
-        "start_offset" => Some((tensor.clone(), offset_view_of(&tensor))),
-        "reverse_strides" => reversed_view_of(&tensor).map(|v| (tensor, v)),
-        _ => {
-            let constant = constant_along_first_axis(&tensor)?;
-            broadcast_view_of(&constant).map(|v| (constant, v))
-        }
+        "strided" => [
+            named(
+                "strides doubled".to_owned(),
+                strided_view_of(&tensor),
+                &tensor,
+            ),
+            named(
+                "rows a pitch apart".to_owned(),
+                row_pitch_view_of(&tensor),
+                &tensor,
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        "start_offset" => vec![(
+            "an offset start".to_owned(),
+            tensor.clone(),
+            offset_view_of(&tensor),
+        )],
+        "reverse_strides" => ends
+            .iter()
+            .filter_map(|&axis| {
+                named(
+                    format!("reversed along axis {axis}"),
+                    reversed_view_along(&tensor, axis),
+                    &tensor,
+                )
+            })
+            .collect(),
+        _ => ends
+            .iter()
+            .filter_map(|&axis| {
+                let constant = constant_along(&tensor, axis)?;
+                let view = broadcast_view_of(&constant)?;
+                Some((format!("stride 0 along axis {axis}"), constant, view))
+            })
+            .collect(),
     }
 }
 
-/// `t` with every slice along its first axis of size > 1 replaced by the first slice.
-fn constant_along_first_axis(t: &AnyTensor) -> Option<AnyTensor> {
+/// `t` with every slice along `axis` replaced by the first one (bitwise constant along it).
+fn constant_along(t: &AnyTensor, axis: usize) -> Option<AnyTensor> {
     let shape = t.shape().to_vec();
-    let axis = shape.iter().position(|d| *d > 1)?;
     let inner: usize = shape.get(axis + 1..)?.iter().product();
     let outer: usize = shape.get(..axis)?.iter().product();
     let size = *shape.get(axis)?;
@@ -269,8 +356,11 @@ impl Gate<'_> {
             return;
         }
         let mut by_outcome: Vec<(&str, Vec<String>)> = Vec::new();
-        for (input, flag, outcome) in &report.tried {
-            let entry = format!("{flag} `{input}`");
+        for (input, flag, views, outcome) in &report.tried {
+            let entry = match views {
+                1 => format!("{flag} `{input}`"),
+                n => format!("{flag} `{input}` ({n} views)"),
+            };
             match by_outcome.iter_mut().find(|(o, _)| o == outcome) {
                 Some((_, list)) => list.push(entry),
                 None => by_outcome.push((outcome, vec![entry])),
@@ -326,5 +416,53 @@ impl Gate<'_> {
                 .to_owned(),
         );
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn operand(shape: &[usize]) -> Operand {
+        let count = shape.iter().product::<usize>();
+        let values: Vec<f64> = (0..count).map(|i| i as f64 + 0.5).collect();
+        Operand::contiguous(AnyTensor::from_f64(DType::F32, shape, &values).unwrap())
+    }
+
+    #[test]
+    fn reversal_and_broadcast_each_take_the_first_and_the_last_long_axis() {
+        let x = operand(&[2, 1, 3]);
+        for flag in ["reverse_strides", "broadcast_stride0"] {
+            let views = views_for(flag, &x);
+            let names: Vec<&str> = views.iter().map(|(n, _, _)| n.as_str()).collect();
+            assert_eq!(names.len(), 2, "{names:?}");
+            assert!(names[0].ends_with("axis 2") && names[1].ends_with("axis 0"));
+            for (name, tensor, view) in &views {
+                assert_eq!(&view.packed().unwrap(), tensor, "{name}");
+                let axis = if name.ends_with('2') { 2 } else { 0 };
+                let stride = view.strides()[axis];
+                assert!(if flag == "reverse_strides" {
+                    stride < 0
+                } else {
+                    stride == 0
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn strided_views_double_the_strides_and_pitch_the_rows() {
+        let views = views_for("strided", &operand(&[2, 3]));
+        let strides: Vec<&[isize]> = views.iter().map(|(_, _, v)| v.strides()).collect();
+        assert_eq!(strides, [&[6, 2][..], &[4, 1][..]]);
+        for (name, tensor, view) in &views {
+            assert_eq!(&view.packed().unwrap(), tensor, "{name}");
+        }
+        // one long axis: no pitch to see, one reversal, one broadcast
+        let row = operand(&[1, 4]);
+        assert_eq!(views_for("strided", &row).len(), 1);
+        assert_eq!(views_for("reverse_strides", &row).len(), 1);
+        assert_eq!(views_for("broadcast_stride0", &row).len(), 1);
     }
 }

@@ -23,6 +23,7 @@ mod coverage;
 mod domain;
 mod dtypes;
 mod edges;
+pub mod fill;
 pub mod geometry;
 mod invariant;
 pub mod layout;
@@ -40,6 +41,7 @@ pub mod sample;
 mod semantic;
 mod shrink;
 mod special;
+mod stretch;
 mod unchecked;
 mod value_range;
 mod values;
@@ -171,6 +173,7 @@ pub fn verify(
     if let Some((sample, _)) = admitted.first() {
         gate.required_inputs(&first_kernel, first_dtype, sample);
         gate.values_refused(&first_kernel, first_dtype, sample);
+        gate.other_dtype_operands_refused(&kernels, sample);
     }
     for &(dtype, kernel) in &kernels {
         let Some((_, grown)) = grown_of.iter().find(|(d, _)| *d == dtype) else {

@@ -3,7 +3,8 @@
 //! it is refused (one sample per input, shrunk and reproducible with `repro --check required`).
 
 use super::Gate;
-use super::run::{Fill, arguments};
+use super::fill::Fill;
+use super::run::arguments;
 use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::diag::Code;

@@ -4,7 +4,8 @@
 //! changes bits.
 
 use super::Gate;
-use super::run::{Fill, arguments, oracle_inputs};
+use super::fill::Fill;
+use super::run::{arguments, oracle_inputs};
 use super::sample::Sample;
 use super::semantic::{Elements, Mode};
 use super::shrink::{Check, Keep, Replay, sample_note};
@@ -16,7 +17,8 @@ use fkc_provider::DType;
 const ORDER_SAMPLES: usize = 8;
 
 impl Gate<'_> {
-    /// Checks `precision.order` on the first admitted samples.
+    /// Checks `precision.order` on the first admitted samples, and on the very long reductions
+    /// among the others (where a kernel may sum in blocks).
     pub(super) fn order_claim(&mut self, kernel: &Kernel<'_>, dtype: DType, admitted: &[&Sample]) {
         let Some(order) = self.raw.precision.as_ref().and_then(|p| p.order.clone()) else {
             return;
@@ -29,7 +31,11 @@ impl Gate<'_> {
             return;
         }
         let mut checked = 0;
-        for (index, sample) in admitted.iter().take(ORDER_SAMPLES).enumerate() {
+        let long = admitted
+            .iter()
+            .skip(ORDER_SAMPLES)
+            .filter(|s| super::stretch::blocked_length(s));
+        for (index, sample) in admitted.iter().take(ORDER_SAMPLES).chain(long).enumerate() {
             let seed = self.seed ^ ((index as u64) << 8);
             let before = self.diagnostics.len();
             let Some(held) = self.order_one(kernel, dtype, sample, seed) else {

@@ -7,10 +7,9 @@
 //! when it reaches a set of code paths no kept sample reached; while a path the contract
 //! names is still unreached, random growth goes on for at most [`TRIES`] candidates. One
 //! sample with every dim raised together ([`TOGETHER`]) follows, kept whatever its paths:
-//! its reductions are long where the drawn samples' may all be single terms; then, whatever
-//! their paths, the smallest sample with each dim alone made long ([`LONG`]), so that a
-//! reduction over any one dim runs past the lengths a kernel may unroll or block by. Every other
-//! grown sample then gets its optional inputs present.
+//! its reductions are long where the drawn samples' may all be single terms; then the samples
+//! stretched along one variable ([`super::stretch`]). Every other grown sample then gets its
+//! optional inputs present.
 
 use std::collections::BTreeSet;
 
@@ -36,12 +35,10 @@ const RAISED: [i64; 4] = [4, 5, 8, 9];
 const RAISED_PARAM: [i64; 2] = [2, 4];
 /// The value two dims raised together take.
 const PAIRED: i64 = 9;
-/// The values one dim takes alone to make a long reduction: past 16 and 32 with a remainder.
-const LONG: [i64; 2] = [24, 33];
 /// The values every dim raised together tries, in turn.
 const TOGETHER: [i64; 3] = [4, 3, 2];
 /// The smallest samples the sweep starts from, in turn, until every extent is reached.
-const SWEEP_BASES: usize = 4;
+pub(super) const SWEEP_BASES: usize = 4;
 /// The elements (operands and outputs) a grown sample may have.
 const GROWN_ELEMENTS: i64 = 1 << 15;
 /// The elements past which a grown sample is kept only for a path no kept sample took.
@@ -191,25 +188,7 @@ impl Gate<'_> {
         {
             grown.push((together, outputs));
         }
-        // Then each dim alone made long on the smallest sample, whatever its paths: a reduction
-        // over it runs past the unrolled and blocked lengths (16, 32) a kernel may switch at,
-        // with a remainder (a matrix product's `k`, a sum's channels), where every other grown
-        // dim stays at most 9.
-        if let Some(base) = bases.first() {
-            for variable in 0..dim_count(base) {
-                for value in LONG {
-                    let Some(candidate) = self.long(base, variable, value, dtype) else {
-                        continue;
-                    };
-                    if !grown.iter().any(|(s, _)| *s == candidate)
-                        && let Some((outputs, _)) =
-                            self.try_grown(kernel, dtype, &candidate, admitted)
-                    {
-                        grown.push((candidate, outputs));
-                    }
-                }
-            }
-        }
+        self.stretched(kernel, dtype, (&bases, admitted), &mut grown);
         self.optional_inputs_present(&mut grown, dtype);
         let mixed = self.with_drawn_params(&grown, admitted, dtype);
         grown.splice(0..0, mixed);
@@ -317,7 +296,7 @@ impl Gate<'_> {
 
     /// `sample` with each dim in turn lowered to 1 (the dims tied to it following) where that
     /// is still a sample.
-    fn lowered(&self, sample: &Sample, dtype: DType) -> Sample {
+    pub(super) fn lowered(&self, sample: &Sample, dtype: DType) -> Sample {
         let mut lowest = sample.clone();
         for variable in 0..dim_count(sample) {
             let candidate = self.domain.tied(&raise(&lowest, variable, 1), dtype);
@@ -346,21 +325,8 @@ impl Gate<'_> {
         })
     }
 
-    /// `sample` with its `variable`-th dim set to `value`, and, where that alone is no sample
-    /// (a constraint no `==` ties, such as a `select` of two dims), one other dim too.
-    fn long(&self, sample: &Sample, variable: usize, value: i64, dtype: DType) -> Option<Sample> {
-        let alone = self.domain.tied(&raise(sample, variable, value), dtype);
-        if self.small_enough(&alone, dtype).is_some() {
-            return Some(alone);
-        }
-        (0..dim_count(sample))
-            .filter(|other| *other != variable)
-            .map(|other| self.domain.tied(&raise(&alone, other, value), dtype))
-            .find(|pair| self.small_enough(pair, dtype).is_some())
-    }
-
     /// The outputs of `candidate` when it is admitted with at most [`GROWN_ELEMENTS`] elements.
-    fn small_enough(&self, candidate: &Sample, dtype: DType) -> Option<Vec<Vec<i64>>> {
+    pub(super) fn small_enough(&self, candidate: &Sample, dtype: DType) -> Option<Vec<Vec<i64>>> {
         match self.domain.verdict(candidate, dtype) {
             Verdict::Admitted { outputs } if weight(candidate, &outputs) <= GROWN_ELEMENTS => {
                 Some(outputs)
@@ -412,7 +378,7 @@ impl Gate<'_> {
     /// Runs an admitted, new, small enough `candidate` once: its predicted outputs and the
     /// paths it took (`None` when it is not such a sample or the kernel did not accept it; the
     /// admitted check then finds nothing new in it).
-    fn try_grown(
+    pub(super) fn try_grown(
         &mut self,
         kernel: &Kernel<'_>,
         dtype: DType,
@@ -470,7 +436,7 @@ fn weight(sample: &Sample, outputs: &[Vec<i64>]) -> i64 {
 }
 
 /// The dims of a sample's present inputs, in all.
-fn dim_count(sample: &Sample) -> usize {
+pub(super) fn dim_count(sample: &Sample) -> usize {
     sample
         .inputs
         .iter()
@@ -514,12 +480,12 @@ fn param_values(sample: &mut Sample) -> Vec<&mut i64> {
 }
 
 /// The parameter values of `sample`, in all.
-fn param_count(sample: &Sample) -> usize {
+pub(super) fn param_count(sample: &Sample) -> usize {
     param_values(&mut sample.clone()).len()
 }
 
 /// `sample` with its `at`-th parameter value set to `value`.
-fn with_param(sample: &Sample, at: usize, value: i64) -> Sample {
+pub(super) fn with_param(sample: &Sample, at: usize, value: i64) -> Sample {
     let mut changed = sample.clone();
     if let Some(slot) = param_values(&mut changed).get_mut(at) {
         **slot = value;
@@ -534,7 +500,7 @@ fn set_param(sample: &mut Sample, rng: &mut Rng, value: i64) {
 }
 
 /// `sample` with its `variable`-th present dim set to `value`.
-fn raise(sample: &Sample, variable: usize, value: i64) -> Sample {
+pub(super) fn raise(sample: &Sample, variable: usize, value: i64) -> Sample {
     let mut raised = sample.clone();
     if let Some(slot) = raised
         .inputs

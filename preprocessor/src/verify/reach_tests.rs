@@ -4,12 +4,20 @@ use super::super::sample::Param;
 use super::super::tests::{in_process, read_resolved};
 use super::super::{Admitted, Gate, VerifyOptions};
 use super::*;
+use crate::verify::stretch::{BLOCKED_OUTPUTS, BLOCKED_SAMPLES, LARGE_PARAM, LONG, blocked_length};
 
 const POOL: &str = "kernel: k\nop_kind: MaxPool2D\nregistrable: false\nbackend: Cpu\nkernel_source: s\nentry_point: \"fuel_reference_backend::ops::max_pool2d_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: 4 }\nop_params:\n  fields:\n    kernel_size: { kind: usize, constraint: \"kernel_size > 0\" }\n    stride: { kind: usize, constraint: \"stride > 0\" }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"from_params(N=x.dim[0], C=x.dim[1], H=(x.dim[2]-kernel_size)/stride+1, W=(x.dim[3]-kernel_size)/stride+1)\" }\n";
 
+/// A sum over `axes` at any rank, in the written order.
+const SUM: &str = "kernel: k\nregistrable: false\nbackend: Cpu\nkernel_source: s\nentry_point: \"fuel_reference_backend::ops::reduce_sum_f32\"\naccept:\n  inputs:\n    - { name: x, dtypes: [F32], rank: any }\nop_params:\n  variant: reduce\n  fields:\n    axes: { kind: \"Vec<i64>\", constraint: \"axes(axes, x.rank)\" }\n    keepdim: { kind: bool }\nreturn:\n  outputs:\n    - { name: out, dtype_rule: passthrough(x), shape_rule: \"reduce(x, axes, keepdim)\" }\nsemantics: |\n  for o in out:\n    out[o] = -0.0\n  for i in x:\n    out[reduced(i, axes, keepdim)] += x[i]\nprecision:\n  order: as_written\n";
+
 /// The reference max pool's grown samples in F32 under [`POOL`].
 fn grown_pool() -> Admitted {
-    let symbol = "fuel_reference_backend::ops::max_pool2d_f32";
+    grown_of(POOL, "fuel_reference_backend::ops::max_pool2d_f32")
+}
+
+/// The grown samples in F32 of the reference kernel `symbol` under the contract `text`.
+fn grown_of(text: &str, symbol: &str) -> Admitted {
     let entry = fuel_reference_backend::fkc::ENTRY_POINTS.iter();
     let pool: Vec<_> = entry.filter(|k| k.symbol == symbol).copied().collect();
     let provider = in_process(Box::leak(pool.into_boxed_slice()));
@@ -18,7 +26,7 @@ fn grown_pool() -> Admitted {
         info,
         provider: &provider,
     };
-    let (source, raw, contract) = read_resolved(POOL);
+    let (source, raw, contract) = read_resolved(text);
     let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
     let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
     gate.grown(&kernel, DType::F32, &admitted)
@@ -62,4 +70,36 @@ fn each_dim_alone_is_made_long_on_the_smallest_sample() {
             grown.iter().map(|(s, _)| s.describe()).collect::<Vec<_>>()
         );
     }
+}
+
+#[test]
+fn each_parameter_alone_is_made_large_with_the_dims_it_needs() {
+    let grown = grown_pool();
+    for value in LARGE_PARAM {
+        // a window of 5 and of 9 on the smallest input it fits (every other dim 1)
+        let window = grown.iter().find(|(s, _)| {
+            s.params.first() == Some(&("kernel_size".to_owned(), Param::Int(value)))
+                && s.inputs[0].1 == [1, 1, value, value]
+        });
+        assert!(
+            window.is_some(),
+            "no window of {value} among {:?}",
+            grown.iter().map(|(s, _)| s.describe()).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn a_reduced_dim_alone_is_made_longer_than_a_cache_block() {
+    let blocked: Vec<_> = grown_of(SUM, "fuel_reference_backend::ops::reduce_sum_f32")
+        .into_iter()
+        .filter(|(s, _)| blocked_length(s))
+        .collect();
+    assert!(!blocked.is_empty() && blocked.len() <= BLOCKED_SAMPLES);
+    for (sample, outputs) in &blocked {
+        let out: i64 = outputs.iter().map(|d| d.iter().product::<i64>()).sum();
+        assert!(out <= BLOCKED_OUTPUTS, "{}", sample.describe());
+    }
+    // a pool's long dims are not reduced: it gets none
+    assert!(!grown_pool().iter().any(|(s, _)| blocked_length(s)));
 }

@@ -51,6 +51,9 @@ pub enum Check {
     Order,
     /// Special values (NaN, ±Inf, -0.0, subnormals, huge values) in the operands.
     Special,
+    /// Every operand element one special value, the seed's index among them (NaN, +Inf, -Inf,
+    /// -0.0, the smallest subnormal, ±3/4 of the largest finite, a NaN with a payload).
+    UniformSpecial,
     /// A stated precision, on operands whose sums cancel (exponents spread wide).
     Conditioning,
     /// A bitwise claim, on operands of signed zeros (and `-1.0`).
@@ -75,6 +78,7 @@ impl Check {
             Check::Domain => None,
             Check::Order => Some("order"),
             Check::Special => Some("special"),
+            Check::UniformSpecial => Some("special-uniform"),
             Check::Conditioning => Some("conditioning"),
             Check::SignedZeros => Some("signed-zeros"),
             Check::Underflow => Some("underflow"),
@@ -85,14 +89,14 @@ impl Check {
     }
 
     /// The names `repro --check` takes, for a usage message.
-    pub const NAMES: &'static str =
-        "order, special, conditioning, signed-zeros, underflow, layout, undeclared or required";
+    pub const NAMES: &'static str = "order, special, special-uniform, conditioning, signed-zeros, underflow, layout, undeclared or required";
 
     /// The check named `name` (`repro --check`).
     pub fn parse(name: &str) -> Option<Check> {
         [
             Check::Order,
             Check::Special,
+            Check::UniformSpecial,
             Check::Conditioning,
             Check::SignedZeros,
             Check::Underflow,
@@ -244,6 +248,10 @@ impl<'a> Gate<'a> {
             }
             (Check::Special, Verdict::Admitted { .. }) => {
                 self.special_one(kernel, dtype, sample, seed).passed()
+            }
+            (Check::UniformSpecial, Verdict::Admitted { .. }) => {
+                let fill = super::fill::Fill::UniformSpecial(seed);
+                self.special_filled(kernel, dtype, sample, fill).passed()
             }
             (
                 check @ (Check::Conditioning | Check::SignedZeros | Check::Underflow),

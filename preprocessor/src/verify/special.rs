@@ -8,7 +8,8 @@
 
 use super::Gate;
 use super::constraints::Verdict;
-use super::run::{Fill, Outcome, call_filled};
+use super::fill::{Fill, UNIFORM_SPECIALS};
+use super::run::{Outcome, call_filled};
 use super::sample::Sample;
 use super::semantic::{Elements, Mode};
 use super::shrink::{Check, Keep, Replay, sample_note};
@@ -38,6 +39,8 @@ impl SpecialRun {
 
 /// Admitted samples each dtype runs with special values.
 const SPECIAL_SAMPLES: usize = 6;
+/// The smallest samples run with every element one special value, each in turn.
+const UNIFORM_SAMPLES: usize = 2;
 /// The most one-variable moves tried while no window has held a NaN among numbers.
 const MOVED_SAMPLES: usize = 48;
 
@@ -85,6 +88,10 @@ impl Gate<'_> {
         if flow == Flow::Went && self.selects() && self.nan_mixed == Some(0) {
             let moved = self.admitted_moves(&largest, dtype);
             flow = self.special_runs(kernel, dtype, moved.iter(), &mut index, &mut ran);
+        }
+        let mut uniform = 0;
+        if flow == Flow::Went {
+            flow = self.uniform_special_runs(kernel, dtype, admitted, &mut uniform);
         }
         match flow {
             Flow::Went => {}
@@ -139,10 +146,17 @@ impl Gate<'_> {
         } else {
             "the dtype's smallest and largest values, their neighbours, 0 and ±1"
         };
+        let uniform = match uniform {
+            0 => String::new(),
+            n => format!(
+                ", then the {n} smallest with every element one of them in turn ({} runs)",
+                n * UNIFORM_SPECIALS as usize
+            ),
+        };
         self.evidence.rows.push((
             format!("{dtype} special values"),
             format!(
-                "{ran} admitted samples with {specials} in their operands through `{}`: no crash, no refusal, values {compared}",
+                "{ran} admitted samples with {specials} in their operands{uniform} through `{}`: no crash, no refusal, values {compared}",
                 kernel.symbol,
             ),
         ));
@@ -188,6 +202,50 @@ impl Gate<'_> {
         Flow::Went
     }
 
+    /// The [`UNIFORM_SAMPLES`] smallest non-empty samples with every operand element the same
+    /// special value, each value in turn: a row of one element (a softmax over one), or a
+    /// window of nothing but ±Inf or NaN, is where a shortcut forgets them. Counts the samples
+    /// run in `uniform`.
+    fn uniform_special_runs(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        samples: &[&Sample],
+        uniform: &mut usize,
+    ) -> Flow {
+        let mut smallest: Vec<&Sample> = samples
+            .iter()
+            .copied()
+            .filter(|s| s.elements() > 0)
+            .collect();
+        smallest.sort_by_key(|s| s.elements());
+        smallest.dedup();
+        for sample in smallest.into_iter().take(UNIFORM_SAMPLES) {
+            let mut held = false;
+            for index in 0..UNIFORM_SPECIALS {
+                let before = self.diagnostics.len();
+                match self.special_filled(kernel, dtype, sample, Fill::UniformSpecial(index)) {
+                    SpecialRun::Skipped => {}
+                    SpecialRun::NoOracle => return Flow::NoOracle,
+                    SpecialRun::Held => held = true,
+                    SpecialRun::Failed => {
+                        let replay = Replay {
+                            kernel,
+                            dtype,
+                            seed: index,
+                            check: Check::UniformSpecial,
+                            keep: Keep::Admitted,
+                        };
+                        self.shrink_report(before, &replay, sample);
+                        return Flow::Failed;
+                    }
+                }
+            }
+            *uniform += usize::from(held);
+        }
+        Flow::Went
+    }
+
     /// Up to [`MOVED_SAMPLES`] admitted moves of `samples`: a parameter moved (a window size),
     /// then a dim and a parameter together where the parameter move alone is not admitted (a
     /// window wider than a unit dim), then a dim.
@@ -224,16 +282,20 @@ impl Gate<'_> {
         sample: &Sample,
         seed: u64,
     ) -> SpecialRun {
+        self.special_filled(kernel, dtype, sample, Fill::Special(seed))
+    }
+
+    /// Runs one admitted sample with the special values of `fill` (reporting a failure).
+    pub(super) fn special_filled(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        fill: Fill,
+    ) -> SpecialRun {
         let policy = self.nan_policy();
         let runs = self.levels.runs(false);
-        let outcome = call_filled(
-            kernel,
-            &self.domain,
-            sample,
-            dtype,
-            Fill::Special(seed),
-            runs,
-        );
+        let outcome = call_filled(kernel, &self.domain, sample, dtype, fill, runs);
         let accepted = match outcome {
             Outcome::Accepted(accepted) => accepted,
             Outcome::Skipped(_) => return SpecialRun::Skipped,

@@ -414,3 +414,22 @@ fn promises_no_run_here_can_observe_are_listed_unchecked() {
         gate.evidence.unchecked
     );
 }
+
+#[test]
+fn an_operand_of_another_dtype_must_be_refused() {
+    // `lenient` computes whatever dtype it is handed
+    let provider = synthetic(lenient);
+    let kernel = pool_kernel(&provider);
+    let (source, raw, contract) = read_resolved(POOL);
+    let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+    let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
+    gate.other_dtype_operands_refused(&[(DType::F32, pool_kernel(&provider))], &admitted[0].0);
+    assert_eq!(gate.diagnostics.len(), 1);
+    assert_eq!(gate.diagnostics[0].code, Code::DtypeMismatch);
+    assert!(
+        (gate.diagnostics[0].message)
+            .ends_with("runs with `x` in F64, but its entry point takes F32 there"),
+        "{}",
+        gate.diagnostics[0].message
+    );
+}

@@ -1,9 +1,14 @@
 //! An input's `values` is a constraint on its elements: the kernel must refuse an element just
 //! outside it (an index one past the table, or negative), as it refuses a sample breaking a
-//! shape constraint (FKC0402). Run on one admitted sample, one element moved past each end.
+//! shape constraint (FKC0402). Run on one admitted sample, one element moved past each end,
+//! and, for a 64-bit integer input, far past them: `min + 2^32` (which an index truncated to
+//! 32 bits takes for `min`) and the dtype's smallest value (which overflows a negation or an
+//! added offset).
 
 use super::Gate;
-use super::run::{Fill, arguments};
+use super::constraints::ValueBound;
+use super::fill::Fill;
+use super::run::arguments;
 use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::diag::Code;
@@ -20,8 +25,12 @@ impl Gate<'_> {
             let Some(position) = kernel.inputs.iter().position(|d| d.name == bound.input) else {
                 continue;
             };
-            let outside = [bound.min.checked_sub(1), bound.max.checked_add(1)];
-            for value in outside.into_iter().flatten() {
+            let dtype_of_input = kernel
+                .inputs
+                .get(position)
+                .and_then(|d| d.dtype)
+                .unwrap_or(dtype);
+            for value in outside(bound, dtype_of_input) {
                 let Ok((mut operands, params)) =
                     arguments(kernel, sample, dtype, Fill::Random(self.seed), &bounds)
                 else {
@@ -48,7 +57,7 @@ impl Gate<'_> {
             self.evidence.rows.push((
                 "values outside `values` are refused".to_owned(),
                 format!(
-                    "{} (one element moved just outside, on one admitted sample through `{}`): refused",
+                    "{} (one element moved outside, on one admitted sample through `{}`): refused",
                     refused.join(", "),
                     kernel.symbol
                 ),
@@ -87,6 +96,22 @@ impl Gate<'_> {
             "make the kernel refuse `{input}` values outside `values`, or widen `values` to what it takes"
         ));
     }
+}
+
+/// The values just outside `bound`, then, for an `I64` input, the far ones (see the module
+/// documentation); those a value of the dtype cannot be are left out.
+fn outside(bound: &ValueBound, dtype: DType) -> Vec<i64> {
+    let mut values = vec![bound.min.checked_sub(1), bound.max.checked_add(1)];
+    if dtype == DType::I64 {
+        values.push(bound.min.checked_add(1 << 32).filter(|v| *v > bound.max));
+        values.push(Some(i64::MIN).filter(|v| *v < bound.min));
+    }
+    let (low, high) = dtype.int_range().unwrap_or((i128::MIN, i128::MAX));
+    values
+        .into_iter()
+        .flatten()
+        .filter(|v| (low..=high).contains(&i128::from(*v)))
+        .collect()
 }
 
 /// `operand` packed, its first element replaced by `value` (`None` when it has none).

@@ -282,6 +282,13 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
         "conv2d_simple",
         |k, o, v| planted(Mutant::Bf16FlushesSubnormals, k, o, v),
     ),
+    // found by a second red-team round (2026-12-04), each missed by the gate then
+    (
+        "threaded windows wider than 4 leave their last column out",
+        "max_pool2d_threaded",
+        "max_pool2d_threaded",
+        |k, o, v| planted(Mutant::PoolWideWindowDropsLastColumn, k, o, v),
+    ),
 ];
 
 /// The reference entry point run with `mutant` planted in the backend.
@@ -322,6 +329,38 @@ fn reordered(
 /// reordered summation is caught by the seed's `order: naive_nested` claims.
 const SURVIVORS: &[&str] = &[];
 
+/// The entry function of the `I`-th dtype of [`DType::ALL`] made from a generic `call::<M, I>`
+/// (the `M`-th mutant): a harness entry point knows its own dtype, as a real one does, instead
+/// of taking its first operand's (so an operand of another dtype is refused, not run in it).
+macro_rules! entry_for_dtype {
+    ($call:ident, $mutant:expr, $dtype:expr) => {
+        match DType::ALL.iter().position(|d| *d == $dtype) {
+            Some(0) => $call::<{ $mutant }, 0>,
+            Some(1) => $call::<{ $mutant }, 1>,
+            Some(2) => $call::<{ $mutant }, 2>,
+            Some(3) => $call::<{ $mutant }, 3>,
+            Some(4) => $call::<{ $mutant }, 4>,
+            Some(5) => $call::<{ $mutant }, 5>,
+            Some(6) => $call::<{ $mutant }, 6>,
+            Some(7) => $call::<{ $mutant }, 7>,
+            Some(8) => $call::<{ $mutant }, 8>,
+            _ => $call::<{ $mutant }, 9>,
+        }
+    };
+}
+use entry_for_dtype;
+
+/// `MUTANTS[M]`'s mutation of its reference kernel in the `D`-th dtype of [`DType::ALL`].
+fn seed_mutant<const M: usize, const D: usize>(
+    operands: &[Option<Operand>],
+    params: &ParamValues,
+) -> Result<Vec<AnyTensor>, Rejection> {
+    let (_, _, stem, mutation) = MUTANTS[M];
+    let dtype = DType::ALL[D].suffix();
+    let original = reference_entry(&format!("fuel_reference_backend::ops::{stem}_{dtype}"));
+    mutation(original, operands, params)
+}
+
 macro_rules! mutant_entry_points {
     ($($index:literal),*) => {
         /// `mutant::k{index}_{dtype}` for every mutant and every dtype its reference ships.
@@ -335,18 +374,7 @@ macro_rules! mutant_entry_points {
                         Box::leak(format!("mutant::k{}_{}", $index, dtype).into_boxed_str());
                     entries.push(KernelRef {
                         symbol,
-                        call: |operands, params| {
-                            let (_, _, stem, mutation) = MUTANTS[$index];
-                            let dtype = operands
-                                .iter()
-                                .flatten()
-                                .next()
-                                .map_or("f32", |o| o.dtype().suffix());
-                            let original = reference_entry(&format!(
-                                "fuel_reference_backend::ops::{stem}_{dtype}"
-                            ));
-                            mutation(original, operands, params)
-                        },
+                        call: entry_for_dtype!(seed_mutant, $index, reference.dtype),
                         ..*reference
                     });
                 }
@@ -364,7 +392,7 @@ macro_rules! mutant_entry_points {
 }
 
 mutant_entry_points!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
 );
 
 #[test]

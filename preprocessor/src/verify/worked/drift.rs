@@ -7,7 +7,8 @@
 //! selection), no family, or no error at any length: no plot.
 
 use super::super::constraints::Domain;
-use super::super::run::{Fill, Input, arguments, oracle_inputs};
+use super::super::fill::Fill;
+use super::super::run::{Input, arguments, oracle_inputs};
 use super::super::sample::Sample;
 use super::super::semantic::{Elements, Mode, Traces, evaluate, zero_inputs};
 use super::candidates::{self, Var};

@@ -5,9 +5,9 @@
 //! accumulator too narrow, an index range off by one — each fail the gate at the default
 //! settings, while the unmutated chapter passes.
 
-use super::{error_codes, mutate, planted};
+use super::{entry_for_dtype, error_codes, mutate, planted};
 use crate::support::repo_root;
-use fkc_provider::{KernelRef, Registry};
+use fkc_provider::{AnyTensor, DType, KernelRef, Operand, ParamValues, Registry, Rejection};
 use fuel_reference_backend::fkc::ENTRY_POINTS;
 use fuel_reference_backend::mutants::Mutant;
 use mdbook_fkc::Providers;
@@ -43,7 +43,33 @@ const MUTANTS: &[(&str, Mutant)] = &[
     ("matmul", Mutant::MatmulSplitsLongK),
     ("transpose", Mutant::TransposeSwapFastPathFirstAxis),
     ("add", Mutant::AddScalarKeepsShape),
+    // found by a second red-team round (2026-12-04), each missed by the gate then
+    ("matmul", Mutant::PackBroadcastRepeats),
+    ("gelu", Mutant::FloatOperandsConverted),
+    ("embedding", Mutant::EmbeddingIdsTruncated32),
+    ("reduce_sum", Mutant::ReduceSumBlocked1024),
+    ("softmax", Mutant::SoftmaxSingleElementIsOne),
 ];
+
+/// `MUTANTS[M]`'s kernel in the `D`-th dtype of [`DType::ALL`] with its bug planted (a dtype
+/// the kernel lacks is refused, as the reference refuses it).
+fn common_mutant<const M: usize, const D: usize>(
+    operands: &[Option<Operand>],
+    params: &ParamValues,
+) -> Result<Vec<AnyTensor>, Rejection> {
+    let (kernel, mutant) = MUTANTS[M];
+    let symbol = format!(
+        "fuel_reference_backend::ops::{kernel}_{}",
+        DType::ALL[D].suffix()
+    );
+    match ENTRY_POINTS.iter().find(|k| k.symbol == symbol) {
+        Some(original) => planted(mutant, original, operands, params),
+        None => Err(Rejection::new(
+            fkc_provider::KernelErrorKind::DType,
+            format!("no {symbol}"),
+        )),
+    }
+}
 
 macro_rules! common_mutant_registry {
     ($($index:literal),*) => {
@@ -58,29 +84,7 @@ macro_rules! common_mutant_registry {
                     );
                     entries.push(KernelRef {
                         symbol,
-                        call: |operands, params| {
-                            let (kernel, mutant) = MUTANTS[$index];
-                            // the entry point's dtype: its first operand without one of its own
-                            let descs = ENTRY_POINTS
-                                .iter()
-                                .find(|k| k.kernel == kernel)
-                                .map_or(&[][..], |k| k.inputs);
-                            let dtype = operands
-                                .iter()
-                                .zip(descs)
-                                .find(|(_, desc)| desc.dtype.is_none())
-                                .and_then(|(o, _)| o.as_ref())
-                                .map_or("f32", |o| o.dtype().suffix());
-                            // (a dtype the kernel lacks is refused, as the reference refuses it)
-                            let symbol = format!("fuel_reference_backend::ops::{kernel}_{dtype}");
-                            match ENTRY_POINTS.iter().find(|k| k.symbol == symbol) {
-                                Some(original) => planted(mutant, original, operands, params),
-                                None => Err(fkc_provider::Rejection::new(
-                                    fkc_provider::KernelErrorKind::DType,
-                                    format!("no {symbol}"),
-                                )),
-                            }
-                        },
+                        call: entry_for_dtype!(common_mutant, $index, reference.dtype),
                         ..*reference
                     });
                 }
@@ -97,7 +101,7 @@ macro_rules! common_mutant_registry {
 }
 
 common_mutant_registry!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25
 );
 
 /// The dtype suffix of the entry point a contract names.

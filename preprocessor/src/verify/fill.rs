@@ -1,0 +1,231 @@
+//! How operand values are chosen: seeded values of a dtype, in [-1, 1) for the gate's samples,
+//! or designed to attack a claim — exponents spread wide (any change of order changes bits),
+//! special values, signed zeros, values near underflow.
+
+use super::constraints::ValueBound;
+use super::sample::Rng;
+use fkc_provider::DType;
+
+/// How operand values are chosen.
+#[derive(Debug, Clone, Copy)]
+pub enum Fill {
+    /// Seeded values in [-1, 1) (the gate's samples).
+    Random(u64),
+    /// Seeded values whose exponents spread as widely as the dtype allows without overflow in
+    /// a product (±2^k·(1 + f) with |k| up to 5 in half precision, 20 in single and double),
+    /// so that any change of summation order changes bits.
+    WideExponents(u64),
+    /// Seeded values of which about one in three is special: NaN (canonical in every other run,
+    /// with a payload, or negative), ±Inf, -0.0, the smallest subnormal, or ±3/4 of the largest finite value of the
+    /// dtype.
+    Special(u64),
+    /// Every element the `index`-th of [`UNIFORM_SPECIALS`] special values (NaN, ±Inf, -0.0,
+    /// the smallest subnormal, ±3/4 of the largest finite, a NaN with a payload).
+    UniformSpecial(u64),
+    /// Seeded `+0.0`, `-0.0` and `-1.0`: windows and sums whose result is a zero of either
+    /// sign, so that a bitwise claim's zero signs are put to the test.
+    SignedZeros(u64),
+    /// Seeded values near the square root of the dtype's smallest normal value (and one in
+    /// four below the smallest normal itself), so that products, sums and some operands are
+    /// subnormal: a kernel that flushes subnormals to zero is told apart.
+    NearUnderflow(u64),
+}
+
+impl Fill {
+    /// The seed the values are drawn by.
+    pub fn seed(self) -> u64 {
+        match self {
+            Fill::Random(seed)
+            | Fill::WideExponents(seed)
+            | Fill::Special(seed)
+            | Fill::UniformSpecial(seed)
+            | Fill::SignedZeros(seed)
+            | Fill::NearUnderflow(seed) => seed,
+        }
+    }
+
+    /// `count` values of `dtype` (with `small`, a call's integers within ±4).
+    pub(super) fn values(self, rng: &mut Rng, dtype: DType, count: usize, small: bool) -> Vec<f64> {
+        match self {
+            Fill::Random(_) => (0..count)
+                .map(|_| random_value(rng, dtype, small))
+                .collect(),
+            Fill::UniformSpecial(index) => vec![uniform_special(index, dtype); count],
+            Fill::Special(seed) => {
+                // Every other run (by the run index in bits 16 and up) without it.
+                let canonical = (seed >> 16) & 1 == 0;
+                (0..count)
+                    .map(|_| special_value(rng, dtype, canonical))
+                    .collect()
+            }
+            Fill::WideExponents(_) => (0..count).map(|_| wide_exponent(rng, dtype)).collect(),
+            Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(rng, dtype)).collect(),
+            Fill::NearUnderflow(_) => (0..count).map(|_| near_underflow(rng, dtype)).collect(),
+        }
+    }
+
+    /// Values within `bound` (its ends included): uniform, and under [`Fill::Special`] one in
+    /// three an end.
+    pub(super) fn bounded(self, rng: &mut Rng, bound: &ValueBound, count: usize) -> Vec<f64> {
+        let (min, max) = (bound.min, bound.max.max(bound.min));
+        (0..count)
+            .map(|_| match (self, rng.range(0, 5)) {
+                (Fill::Special(_) | Fill::UniformSpecial(_), 0) => min as f64,
+                (Fill::Special(_) | Fill::UniformSpecial(_), 1) => max as f64,
+                _ => rng.range(min, max) as f64,
+            })
+            .collect()
+    }
+}
+
+/// How many special values [`Fill::UniformSpecial`] fills a whole operand with, in turn.
+pub(crate) const UNIFORM_SPECIALS: u64 = 8;
+
+/// The `index`-th special value a whole operand is filled with: NaN, ±Inf, -0.0, the smallest
+/// subnormal, ±3/4 of the largest finite and a NaN with a payload (an integer dtype: its ends,
+/// 0, ±1 and their neighbours).
+fn uniform_special(index: u64, dtype: DType) -> f64 {
+    if let Some((low, high)) = dtype.int_range() {
+        let (low, high) = (low as f64, high as f64);
+        let values = [
+            low,
+            high,
+            0.0,
+            1.0_f64.min(high),
+            (-1.0_f64).max(low),
+            low + 1.0,
+            high - 1.0,
+            0.0,
+        ];
+        return values.get(index as usize).copied().unwrap_or(0.0);
+    }
+    let largest = crate::semantics::float::largest(dtype);
+    let values = [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        -0.0,
+        crate::semantics::float::smallest_subnormal(dtype),
+        0.75 * largest,
+        -0.75 * largest,
+        f64::from_bits(0x7ffc_0000_0000_0000),
+    ];
+    values.get(index as usize).copied().unwrap_or(f64::NAN)
+}
+
+/// One value for [`Fill::Special`]; without `canonical`, the canonical NaN's place is taken by
+/// another payload (so that a kernel which makes every NaN canonical is told apart from one
+/// that passes an operand's NaN on). An integer dtype's special values are its ends and their
+/// neighbours, 0 and ±1.
+fn special_value(rng: &mut Rng, dtype: DType, canonical: bool) -> f64 {
+    if let Some((low, high)) = dtype.int_range() {
+        let (low, high) = (low as f64, high as f64);
+        return match rng.range(0, 8) {
+            0 => low,
+            1 => high,
+            2 => low + 1.0,
+            3 => high - 1.0,
+            4 => 0.0,
+            5 => 1.0_f64.min(high),
+            6 => (-1.0_f64).max(low),
+            _ => integer_value(rng, dtype),
+        };
+    }
+    let (largest, smallest) = (
+        crate::semantics::float::largest(dtype),
+        crate::semantics::float::smallest_subnormal(dtype),
+    );
+    match rng.range(0, 26) {
+        0 if canonical => f64::NAN,
+        0 => f64::from_bits(0x7ffa_0000_0000_0000),
+        // NaNs that are not the canonical one: a payload, and a sign (x86's default NaN).
+        7 => f64::from_bits(0x7ffc_0000_0000_0000),
+        8 => f64::from_bits(0xfff8_0000_0000_0000),
+        1 => f64::INFINITY,
+        2 => f64::NEG_INFINITY,
+        3 => -0.0,
+        4 => smallest,
+        5 => 0.75 * largest,
+        6 => -0.75 * largest,
+        _ => rng.unit(),
+    }
+}
+
+/// A seeded integer of an integer `dtype`: anywhere in its range for the 8-bit ones and
+/// `Bool`, within ±2^31 for the wider ones (so that 64-bit values stay exact in f64).
+fn integer_value(rng: &mut Rng, dtype: DType) -> f64 {
+    let (low, high) = dtype.int_range().unwrap_or((0, 0));
+    let (low, high) = (low.max(-(1 << 31)) as i64, high.min((1 << 31) - 1) as i64);
+    rng.range(low, high) as f64
+}
+
+/// One wide-exponent value for `dtype`.
+fn wide_exponent(rng: &mut Rng, dtype: DType) -> f64 {
+    if !dtype.is_float() {
+        return integer_value(rng, dtype);
+    }
+    let reach = match dtype {
+        DType::F8E5M2 => 3,
+        DType::BF16 | DType::F16 => 5,
+        _ => 20,
+    };
+    let exponent = i32::try_from(rng.range(-reach, reach)).unwrap_or(0);
+    let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
+    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    sign * mantissa * 2f64.powi(exponent)
+}
+
+/// One value for [`Fill::NearUnderflow`]: `±(1 + f)·2^k` with `k` from four below to two
+/// above half the smallest normal exponent (a product of two lies around the smallest normal),
+/// and one in four with `k` up to six below the smallest normal exponent (a subnormal operand,
+/// above the smallest subnormal); `f` is random, so that products carry more bits than a
+/// subnormal keeps and their rounding shows. An integer dtype gets [`integer_value`]s.
+fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
+    let Some(lowest) = smallest_normal_exponent(dtype) else {
+        return integer_value(rng, dtype);
+    };
+    let (low, high) = match rng.range(0, 3) {
+        0 => (lowest - 6, lowest - 1),
+        _ => (lowest / 2 - 4, lowest / 2 + 2),
+    };
+    let exponent = i32::try_from(rng.range(low, high)).unwrap_or(0);
+    let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
+    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    sign * mantissa * 2f64.powi(exponent)
+}
+
+/// The exponent of a float dtype's smallest normal value (`None` for an integer dtype).
+fn smallest_normal_exponent(dtype: DType) -> Option<i64> {
+    match dtype {
+        DType::F64 => Some(-1022),
+        DType::F32 | DType::BF16 => Some(-126),
+        DType::F16 | DType::F8E5M2 => Some(-14),
+        DType::I8 | DType::U8 | DType::I32 | DType::I64 | DType::Bool => None,
+    }
+}
+
+/// One value for [`Fill::SignedZeros`]: `+0.0` or `-0.0` three times in eight each, else
+/// `-1.0` (for an unsigned dtype, 1).
+fn signed_zero(rng: &mut Rng, dtype: DType) -> f64 {
+    match rng.range(0, 7) {
+        0..=2 => 0.0,
+        3..=5 => -0.0,
+        _ if dtype.int_range().is_some_and(|(low, _)| low == 0) => 1.0,
+        _ => -1.0,
+    }
+}
+
+/// One value for [`Fill::Random`]: in [-1, 1) for a float dtype; for an integer one, any of
+/// its values ([`integer_value`]) or, in calls whose seed says `small`, one within ±4 (so that
+/// sums and products stay within the dtype's range and what follows them — a rounding, a
+/// requantize — is seen, not only its saturation).
+fn random_value(rng: &mut Rng, dtype: DType, small: bool) -> f64 {
+    if dtype.is_float() {
+        rng.unit()
+    } else if small {
+        let (low, high) = dtype.int_range().unwrap_or((0, 0));
+        rng.range(low.max(-4) as i64, high.min(4) as i64) as f64
+    } else {
+        integer_value(rng, dtype)
+    }
+}
