@@ -125,7 +125,7 @@ impl Gate<'_> {
         kernels: &[(DType, Kernel<'_>)],
         sample: &Sample,
     ) {
-        let mut held: Vec<(&str, Vec<String>)> = Vec::new();
+        let mut held: Vec<(&str, String)> = Vec::new();
         for (dtype, kernel) in kernels {
             let known = fkc_provider::protocol::dtypes_of(kernel.provider.hello().protocol);
             let bounds = self.domain.value_bounds(sample, *dtype);
@@ -157,23 +157,18 @@ impl Gate<'_> {
                     }
                     _ => "refused",
                 };
-                let entry = format!("{other} `{}` to `{}`", desc.name, kernel.symbol);
-                match held.iter_mut().find(|(o, _)| *o == outcome) {
-                    Some((_, list)) => list.push(entry),
-                    None => held.push((outcome, vec![entry])),
-                }
+                held.push((
+                    outcome,
+                    format!("{other} `{}` to `{}`", desc.name, kernel.symbol),
+                ));
             }
         }
         if !held.is_empty() {
-            let summary: Vec<String> = held
-                .iter()
-                .map(|(outcome, entries)| format!("{}: {outcome}", entries.join(", ")))
-                .collect();
             self.evidence.rows.push((
                 "operands of another dtype".to_owned(),
                 format!(
                     "the same values, one input at a time, on one admitted sample — {}",
-                    summary.join("; ")
+                    super::grouped_by_outcome(held)
                 ),
             ));
         }

@@ -355,28 +355,17 @@ impl Gate<'_> {
             );
             return;
         }
-        let mut by_outcome: Vec<(&str, Vec<String>)> = Vec::new();
-        for (input, flag, views, outcome) in &report.tried {
-            let entry = match views {
-                1 => format!("{flag} `{input}`"),
-                n => format!("{flag} `{input}` ({n} views)"),
-            };
-            match by_outcome.iter_mut().find(|(o, _)| o == outcome) {
-                Some((_, list)) => list.push(entry),
-                None => by_outcome.push((outcome, vec![entry])),
-            }
-        }
-        let summary: Vec<String> = by_outcome
-            .iter()
-            .map(|(outcome, views)| format!("{}: {outcome}", views.join(", ")))
-            .collect();
+        let summary =
+            super::grouped_by_outcome(report.tried.iter().map(|(input, flag, views, outcome)| {
+                let what = match views {
+                    1 => format!("{flag} `{input}`"),
+                    n => format!("{flag} `{input}` ({n} views)"),
+                };
+                (*outcome, what)
+            }));
         self.evidence.rows.push((
             "layout claims".to_owned(),
-            format!(
-                "real views through `{}` — {}",
-                kernel.symbol,
-                summary.join("; ")
-            ),
+            format!("real views through `{}` — {summary}", kernel.symbol,),
         ));
     }
 

@@ -209,6 +209,23 @@ pub fn verify(
     (gate.evidence, gate.diagnostics)
 }
 
+/// `(outcome, what)` pairs written as `what, what: outcome; what: outcome`, each outcome once,
+/// in the order first met.
+fn grouped_by_outcome<'o>(pairs: impl IntoIterator<Item = (&'o str, String)>) -> String {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for (outcome, what) in pairs {
+        match groups.iter_mut().find(|(o, _)| *o == outcome) {
+            Some((_, list)) => list.push(what),
+            None => groups.push((outcome, vec![what])),
+        }
+    }
+    let summary: Vec<String> = groups
+        .iter()
+        .map(|(outcome, whats)| format!("{}: {outcome}", whats.join(", ")))
+        .collect();
+    summary.join("; ")
+}
+
 /// `grown` and `drawn` samples taken in turn, a grown one first.
 fn interleaved<'s>(grown: &'s Admitted, drawn: &'s Admitted) -> Vec<&'s Sample> {
     let (mut grown, mut drawn) = (grown.iter(), drawn.iter());
