@@ -1,8 +1,11 @@
 //! Samples at the edges of the box, where random draws rarely go: one variable of an admitted
-//! sample moved to its smallest value, each input made a tensor of one element, and each
-//! permutation parameter made one of the structured permutations kernels keep fast paths for.
+//! sample moved to its smallest value, each input made a tensor of one element, each
+//! permutation parameter made one of the structured permutations kernels keep fast paths for,
+//! and every parameter raised at once with every optional input present (a stride, a dilation,
+//! groups and an output padding together, where a kernel's handling of one may forget another).
 
 use super::constraints::{self, Verdict};
+use super::reach::with_param;
 use super::sample::{Param, Sample};
 use super::{Admitted, Gate};
 use fkc_provider::DType;
@@ -43,7 +46,60 @@ impl Gate<'_> {
         let before = admitted.len();
         self.add_unit_inputs(dtype, admitted);
         self.add_structured_permutations(dtype, admitted);
+        self.add_everything_on(dtype, admitted);
         admitted.len() - before
+    }
+
+    /// Adds the first sample with every optional input present, every flag set and, one after
+    /// another, each integer parameter value raised to 2 where that is still a sample — if
+    /// need be with the first input's dims raised to [`EVERYTHING_ON_DIMS`] (room for a window,
+    /// a dilation and a stride together); a list of axes is kept.
+    pub(super) fn add_everything_on(&self, dtype: DType, admitted: &mut Admitted) {
+        let Some((first, _)) = admitted.first() else {
+            return;
+        };
+        let admits = |s: &Sample| matches!(self.domain.verdict(s, dtype), Verdict::Admitted { .. });
+        let mut on = first.clone();
+        for name in self.optional_inputs() {
+            let present = self.domain.with_present(&on, name, dtype);
+            if admits(&present) {
+                on = present;
+            }
+        }
+        for at in 0..on.params.len() {
+            let mut flagged = on.clone();
+            if let Some((_, Param::Bool(flag))) = flagged.params.get_mut(at) {
+                *flag = true;
+                if admits(&flagged) {
+                    on = flagged;
+                }
+            }
+        }
+        let mut at = 0;
+        for (name, param) in &first.params {
+            let values = param.ints().len();
+            if self.domain.lists_axes(name) {
+                at += values;
+                continue;
+            }
+            for _ in 0..values {
+                let raised = with_param(&on, at, 2);
+                let roomier = with_first_input_at_least(&raised, EVERYTHING_ON_DIMS);
+                if let Some(next) = [raised, roomier]
+                    .into_iter()
+                    .map(|s| self.domain.tied(&s, dtype))
+                    .find(admits)
+                {
+                    on = next;
+                }
+                at += 1;
+            }
+        }
+        if let Verdict::Admitted { outputs } = self.domain.verdict(&on, dtype)
+            && !admitted.iter().any(|(s, _)| *s == on)
+        {
+            admitted.push((on, outputs));
+        }
     }
 
     /// Adds, for each input, an admitted sample with every dim of that input 1 (a tensor of one
@@ -157,4 +213,17 @@ impl Gate<'_> {
             }
         }
     }
+}
+
+/// The dims [`Gate::add_everything_on`] gives the first input where a raised parameter needs
+/// room: a window, a dilation and a stride of 2 together.
+const EVERYTHING_ON_DIMS: i64 = 6;
+
+/// `sample` with every dim of its first input at least `least`.
+fn with_first_input_at_least(sample: &Sample, least: i64) -> Sample {
+    let mut roomier = sample.clone();
+    if let Some((_, dims, true)) = roomier.inputs.first_mut() {
+        dims.iter_mut().for_each(|d| *d = (*d).max(least));
+    }
+    roomier
 }

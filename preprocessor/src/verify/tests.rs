@@ -5,6 +5,7 @@ use super::*;
 use crate::contract::raw::read_contract;
 use crate::contract::read_block;
 use crate::contract::resolved::resolve_expressions;
+use crate::verify::sample::Param;
 use fkc_provider::{AnyTensor, KernelRef, Operand, ParamValues, Registry, Rejection};
 use fuel_reference_backend::fkc::{MAX_POOL2D_FIELDS, MAX_POOL2D_INPUTS};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -432,4 +433,26 @@ fn an_operand_of_another_dtype_must_be_refused() {
         "{}",
         gate.diagnostics[0].message
     );
+}
+
+#[test]
+fn every_parameter_is_raised_at_once_on_one_designed_sample() {
+    let provider = synthetic(lenient);
+    let kernel = pool_kernel(&provider);
+    let (source, raw, contract) = read_resolved(POOL);
+    let mut gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+    let (admitted, _) = gate.draw(DType::F32, VerifyOptions::default());
+    let mut one = vec![admitted[0].clone()];
+    gate.add_everything_on(DType::F32, &mut one);
+    assert_eq!(one.len(), 2, "no sample added");
+    let on = &one[1].0;
+    assert!(
+        on.params.iter().all(|(_, p)| *p == Param::Int(2)),
+        "{}",
+        on.describe()
+    );
+    // the first sample's dims, where they leave room for a window of 2 (else 6)
+    let first = &admitted[0].0.inputs[0].1;
+    let room = first[2] >= 2 && first[3] >= 2;
+    assert!(on.inputs[0].1 == *first || (!room && on.inputs[0].1.iter().all(|d| *d >= 6)));
 }
