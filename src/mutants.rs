@@ -106,6 +106,15 @@ pub enum Mutant {
     ReduceSumBlocked1024,
     /// `softmax`: a softmax over one element is taken to be 1 (wrong for NaN and ±Inf).
     SoftmaxSingleElementIsOne,
+    /// `cumsum`: a blocked scan — each 64-element block's own prefix sums, plus the last
+    /// output of the blocks before (the same terms in another order past element 64).
+    CumsumBlockedScan64,
+    /// `add` in `F8E5M2`: a sum just above the largest finite value (below 65536) is clamped
+    /// to it instead of rounding to ±Inf.
+    E5m2ClampsNearMax,
+    /// `transpose`: a 16×16 blocked fast path for a rank-2 swap that never writes the corner
+    /// past both full tiles.
+    TransposeBlockedCorner,
 }
 
 #[cfg(feature = "mutants")]

@@ -157,12 +157,21 @@ pub fn cumsum<T: Element>(x: &RefTensor<T>, axis: i64) -> Result<RefTensor<T>, K
         for i in 0..inner {
             let at = |t: usize| o * extent * inner + i + t * inner;
             let mut acc = T::zero();
+            let blocked = active(Mutant::CumsumBlockedScan64);
+            let mut carry = None;
             for t in 0..extent {
-                acc = if t == 0 {
-                    data[at(0)]
+                if blocked && t % 64 == 0 && t > 0 {
+                    carry = Some(out[at(t - 1)]);
+                }
+                acc = if t == 0 || (blocked && t % 64 == 0) {
+                    data[at(t)]
                 } else {
                     acc + data[at(t)]
                 };
+                if let Some(c) = carry {
+                    out[at(t)] = c + acc;
+                    continue;
+                }
                 if reverse {
                     acc = data[at(t)];
                     for s in (0..t).rev() {

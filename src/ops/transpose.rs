@@ -50,6 +50,14 @@ pub fn transpose<T: Element>(
     if swaps_last_two && active(Mutant::TransposeSwapFastPathFirstAxis) {
         return swap_planes_of_first_axis(x);
     }
+    if r == 2
+        && perm == [1, 0]
+        && shape[0] >= 16
+        && shape[1] >= 16
+        && active(Mutant::TransposeBlockedCorner)
+    {
+        return blocked_without_corner(x);
+    }
     let x_strides = packed_strides(shape);
     let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
     let strides: Vec<usize> = perm.iter().map(|&p| x_strides[p]).collect();
@@ -62,6 +70,24 @@ pub fn transpose<T: Element>(
         step_index(&mut index, &out_shape);
     }
     Ok(RefTensor::from_vec(out, &out_shape)?)
+}
+
+/// The planted [`Mutant::TransposeBlockedCorner`]: 16×16 tiles, then the right and bottom
+/// edges, but not the corner past both.
+fn blocked_without_corner<T: Element>(x: &RefTensor<T>) -> Result<RefTensor<T>, KernelError> {
+    const B: usize = 16;
+    let (rows, cols) = (x.shape()[0], x.shape()[1]);
+    let data = x.data();
+    let mut out = vec![T::zero(); rows * cols];
+    let (full_r, full_c) = (rows / B * B, cols / B * B);
+    for i in 0..rows {
+        for j in 0..cols {
+            if i < full_r || j < full_c {
+                out[j * rows + i] = data[i * cols + j];
+            }
+        }
+    }
+    Ok(RefTensor::from_vec(out, &[cols, rows])?)
 }
 
 /// The planted [`Mutant::TransposeSwapFastPathFirstAxis`]: the last two axes swapped plane by

@@ -5,8 +5,10 @@
 //! against the exact result. A bitwise claim (an `order`, `max_ulp: 0`, bitwise determinism)
 //! is checked again on operands of signed zeros, where random values almost never give a zero
 //! result: a zero of the wrong sign (a tie taken from the wrong side, `+0.0` added where the
-//! order gives `-0.0`) breaks it; and on operands near the dtype's smallest normal value, whose
-//! products and sums are subnormal: a kernel that flushes subnormals to zero breaks it.
+//! order gives `-0.0`) breaks it; on operands near the dtype's smallest normal value, whose
+//! products and sums are subnormal: a kernel that flushes subnormals to zero breaks it; and on
+//! operands of about half the largest finite value, whose sums cross the overflow threshold: a
+//! kernel that clamps to the largest finite, or rounds the last binade wrongly, breaks it.
 
 use super::Gate;
 use super::fill::Fill;
@@ -31,6 +33,9 @@ enum Designed {
     SignedZeros,
     /// Near the smallest normal value: subnormal products, sums and operands (a bitwise claim).
     Underflow,
+    /// About half the largest finite value: sums across the overflow threshold (a bitwise
+    /// claim).
+    Overflow,
 }
 
 impl Designed {
@@ -39,13 +44,14 @@ impl Designed {
             Designed::IllConditioned => Fill::WideExponents(seed),
             Designed::SignedZeros => Fill::SignedZeros(seed),
             Designed::Underflow => Fill::NearUnderflow(seed),
+            Designed::Overflow => Fill::NearOverflow(seed),
         }
     }
 
     /// The samples this attack runs on.
     fn samples(self) -> usize {
         match self {
-            Designed::Underflow => UNDERFLOW_SAMPLES,
+            Designed::Underflow | Designed::Overflow => UNDERFLOW_SAMPLES,
             Designed::IllConditioned | Designed::SignedZeros => DESIGNED_SAMPLES,
         }
     }
@@ -55,6 +61,7 @@ impl Designed {
             Designed::IllConditioned => Check::Conditioning,
             Designed::SignedZeros => Check::SignedZeros,
             Designed::Underflow => Check::Underflow,
+            Designed::Overflow => Check::Overflow,
         }
     }
 
@@ -67,6 +74,9 @@ impl Designed {
             Designed::SignedZeros => "operands: +0.0, -0.0 and -1.0, so results are signed zeros",
             Designed::Underflow => {
                 "operands: near the smallest normal value, so products and sums are subnormal"
+            }
+            Designed::Overflow => {
+                "operands: about half the largest finite value, so sums cross the overflow threshold"
             }
         }
     }
@@ -90,6 +100,12 @@ impl Designed {
                 format!("{dtype} near underflow"),
                 format!(
                     "{checked} samples on operands near the smallest normal value (subnormal products, sums and operands): every value bit for bit the semantics'"
+                ),
+            ),
+            Designed::Overflow => (
+                format!("{dtype} near overflow"),
+                format!(
+                    "{checked} samples on operands of about half the largest finite value (sums across the overflow threshold): every value as the semantics give it, ±Inf included"
                 ),
             ),
         }
@@ -121,8 +137,11 @@ impl Gate<'_> {
         {
             return;
         }
-        if self.claims_bits() && self.attack(Designed::SignedZeros, kernel, dtype, samples) {
-            self.attack(Designed::Underflow, kernel, dtype, samples);
+        if self.claims_bits()
+            && self.attack(Designed::SignedZeros, kernel, dtype, samples)
+            && self.attack(Designed::Underflow, kernel, dtype, samples)
+        {
+            self.attack(Designed::Overflow, kernel, dtype, samples);
         }
     }
 
@@ -189,6 +208,7 @@ impl Gate<'_> {
             Check::Conditioning => Designed::IllConditioned,
             Check::SignedZeros => Designed::SignedZeros,
             Check::Underflow => Designed::Underflow,
+            Check::Overflow => Designed::Overflow,
             _ => return None,
         };
         self.designed_one(designed, kernel, dtype, sample, seed)

@@ -186,8 +186,22 @@ impl Gate<'_> {
                 }
             }
         }
-        for at in 0..base.params.len() {
-            let Some((name, Param::Ints(values))) = base.params.get(at) else {
+        for candidate in self.structured_variants(&base) {
+            if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
+                && !admitted.iter().any(|(s, _)| *s == candidate)
+            {
+                admitted.push((candidate, outputs));
+            }
+        }
+    }
+
+    /// `sample` with each parameter that holds a permutation of its axes made each structured
+    /// permutation in turn (the identity, the last two axes swapped, all reversed, rotated by
+    /// one), whether or not each is a sample.
+    pub(super) fn structured_variants(&self, sample: &Sample) -> Vec<Sample> {
+        let mut variants = Vec::new();
+        for at in 0..sample.params.len() {
+            let Some((name, Param::Ints(values))) = sample.params.get(at) else {
                 continue;
             };
             if !self.domain.lists_axes(name) {
@@ -199,19 +213,18 @@ impl Gate<'_> {
                 continue;
             }
             for which in 0..constraints::STRUCTURED {
-                let mut candidate = base.clone();
+                let mut candidate = sample.clone();
                 if let Some((_, param)) = candidate.params.get_mut(at) {
                     let perm = param.ints_mut();
                     perm.iter_mut().zip(0..).for_each(|(p, axis)| *p = axis);
                     constraints::structured(perm, which);
                 }
-                if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
-                    && !admitted.iter().any(|(s, _)| *s == candidate)
-                {
-                    admitted.push((candidate, outputs));
+                if !variants.contains(&candidate) {
+                    variants.push(candidate);
                 }
             }
         }
+        variants
     }
 }
 

@@ -29,6 +29,10 @@ pub enum Fill {
     /// four below the smallest normal itself), so that products, sums and some operands are
     /// subnormal: a kernel that flushes subnormals to zero is told apart.
     NearUnderflow(u64),
+    /// Seeded values of about half the dtype's largest finite value (one in four near the
+    /// largest itself), either sign, so that sums of two land around the overflow threshold:
+    /// a kernel that clamps, or rounds the last binade wrongly, is told apart.
+    NearOverflow(u64),
 }
 
 impl Fill {
@@ -40,7 +44,8 @@ impl Fill {
             | Fill::Special(seed)
             | Fill::UniformSpecial(seed)
             | Fill::SignedZeros(seed)
-            | Fill::NearUnderflow(seed) => seed,
+            | Fill::NearUnderflow(seed)
+            | Fill::NearOverflow(seed) => seed,
         }
     }
 
@@ -61,6 +66,7 @@ impl Fill {
             Fill::WideExponents(_) => (0..count).map(|_| wide_exponent(rng, dtype)).collect(),
             Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(rng, dtype)).collect(),
             Fill::NearUnderflow(_) => (0..count).map(|_| near_underflow(rng, dtype)).collect(),
+            Fill::NearOverflow(_) => (0..count).map(|_| near_overflow(rng, dtype)).collect(),
         }
     }
 
@@ -192,6 +198,22 @@ fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
     let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
     let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
     sign * mantissa * 2f64.powi(exponent)
+}
+
+/// One value for [`Fill::NearOverflow`]: `±m·largest` with `m` in [0.45, 0.6) (a sum of two
+/// between 0.9 and 1.2 of the largest, across the overflow threshold), one in four in
+/// [0.9, 1.0). An integer dtype gets [`integer_value`]s.
+fn near_overflow(rng: &mut Rng, dtype: DType) -> f64 {
+    if !dtype.is_float() {
+        return integer_value(rng, dtype);
+    }
+    let fraction = (rng.unit() + 1.0) / 2.0;
+    let m = match rng.range(0, 3) {
+        0 => 0.9 + 0.1 * fraction,
+        _ => 0.45 + 0.15 * fraction,
+    };
+    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    sign * m * crate::semantics::float::largest(dtype)
 }
 
 /// The exponent of a float dtype's smallest normal value (`None` for an integer dtype).

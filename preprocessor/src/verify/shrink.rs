@@ -61,6 +61,9 @@ pub enum Check {
     /// A bitwise claim, on operands near the dtype's smallest normal value (products and sums
     /// in its subnormal range).
     Underflow,
+    /// A bitwise claim, on operands of about half the dtype's largest finite value (sums
+    /// across the overflow threshold).
+    Overflow,
     /// Layout claims, on real views of the operands.
     Layout,
     /// A dtype the contract does not declare (`--dtype`), which every entry point and the
@@ -82,6 +85,7 @@ impl Check {
             Check::Conditioning => Some("conditioning"),
             Check::SignedZeros => Some("signed-zeros"),
             Check::Underflow => Some("underflow"),
+            Check::Overflow => Some("overflow"),
             Check::Layout => Some("layout"),
             Check::Undeclared => Some("undeclared"),
             Check::Required => Some("required"),
@@ -89,7 +93,7 @@ impl Check {
     }
 
     /// The names `repro --check` takes, for a usage message.
-    pub const NAMES: &'static str = "order, special, special-uniform, conditioning, signed-zeros, underflow, layout, undeclared or required";
+    pub const NAMES: &'static str = "order, special, special-uniform, conditioning, signed-zeros, underflow, overflow, layout, undeclared or required";
 
     /// The check named `name` (`repro --check`).
     pub fn parse(name: &str) -> Option<Check> {
@@ -100,6 +104,7 @@ impl Check {
             Check::Conditioning,
             Check::SignedZeros,
             Check::Underflow,
+            Check::Overflow,
             Check::Layout,
             Check::Undeclared,
             Check::Required,
@@ -254,7 +259,10 @@ impl<'a> Gate<'a> {
                 self.special_filled(kernel, dtype, sample, fill).passed()
             }
             (
-                check @ (Check::Conditioning | Check::SignedZeros | Check::Underflow),
+                check @ (Check::Conditioning
+                | Check::SignedZeros
+                | Check::Underflow
+                | Check::Overflow),
                 Verdict::Admitted { .. },
             ) => self.designed_replay(check, kernel, dtype, sample, seed) != Some(false),
             (Check::Layout, Verdict::Admitted { .. }) => {

@@ -1,6 +1,8 @@
 //! Grown samples stretched along one variable, kept whatever paths they reach: the smallest
 //! sample with each dim alone made long ([`LONG`]), so that a reduction over any one dim runs
-//! past the lengths a kernel may unroll or block by; where a dim is reduced, past the
+//! past the lengths a kernel may unroll or block by; the first drawn samples of each
+//! combination of input ranks with the last two dims of every input at least [`ALL_LONG`]
+//! where that stays small (tiles past 16 in two dims at once); where a dim is reduced, past the
 //! cache-sized blocks a long sum may be split into ([`BLOCKED`]; the order claim is checked on
 //! these too); and each parameter value alone made large ([`LARGE_PARAM`]: a wide window, an
 //! odd thread count), its dims raised only as far as that needs.
@@ -12,7 +14,17 @@ use crate::providers::Kernel;
 use fkc_provider::DType;
 
 /// The values one dim takes alone to make a long reduction: past 16 and 32 with a remainder.
-pub(super) const LONG: [i64; 2] = [24, 33];
+pub(super) const LONG: [i64; 2] = [24, 129];
+/// The value the last two dims of every input take together, where the sample stays small
+/// enough: past 16-wide tiles in two dims at once, with a remainder (a blocked transpose's
+/// corner, a matrix product's last tile).
+pub(super) const ALL_LONG: i64 = 20;
+/// The drawn samples of each combination of input ranks given long trailing dims.
+pub(super) const TRAILING_PER_RANKS: usize = 2;
+/// The most samples given long trailing dims.
+pub(super) const TRAILING_SAMPLES: usize = 24;
+/// The most elements (operands and outputs) a sample given long trailing dims may have.
+pub(super) const TRAILING_ELEMENTS: i64 = 4096;
 /// The value one dim takes alone to make a very long reduction: past the cache-sized blocks
 /// (1024 to 4096 terms) a long sum may be split into, with a remainder.
 pub(super) const BLOCKED: i64 = 4100;
@@ -45,6 +57,7 @@ impl Gate<'_> {
                     .filter_map(|&v| self.long(base, variable, v, dtype)),
             );
         }
+        candidates.extend(self.trailing_long(admitted, dtype));
         self.keep_all(kernel, dtype, candidates, admitted, grown);
         self.blocked_reductions(kernel, dtype, (bases, admitted), grown);
         let mut candidates = Vec::new();
@@ -55,7 +68,56 @@ impl Gate<'_> {
                     .filter_map(|&v| self.large_param(base, at, v, dtype)),
             );
         }
+        for c in &candidates {
+            eprintln!("LARGE {} {}", self.raw.kernel.value, c.describe());
+        }
         self.keep_all(kernel, dtype, candidates, admitted, grown);
+    }
+
+    /// The first [`TRAILING_PER_RANKS`] drawn samples of each combination of input ranks (at
+    /// most [`TRAILING_SAMPLES`] in all), with the last two dims of every present input at
+    /// least [`ALL_LONG`] (the dims tied to them following), where that is a sample of at most
+    /// [`TRAILING_ELEMENTS`] elements: a rank-2 fast path and a rank-4 one each meet two long
+    /// dims, under the parameters drawn for them and each structured permutation (a transpose
+    /// that swaps them, or not).
+    fn trailing_long(&self, admitted: &Admitted, dtype: DType) -> Vec<Sample> {
+        let mut seen: Vec<Vec<usize>> = Vec::new();
+        let mut out = Vec::new();
+        for (sample, _) in admitted {
+            let ranks: Vec<usize> = sample.inputs.iter().map(|(_, d, _)| d.len()).collect();
+            if out.len() >= TRAILING_SAMPLES
+                || seen.iter().filter(|r| **r == ranks).count() >= TRAILING_PER_RANKS
+            {
+                continue;
+            }
+            seen.push(ranks);
+            let mut raised = sample.clone();
+            for (_, dims, present) in &mut raised.inputs {
+                if *present {
+                    let from = dims.len().saturating_sub(2);
+                    dims.iter_mut()
+                        .skip(from)
+                        .for_each(|d| *d = (*d).max(ALL_LONG));
+                }
+            }
+            let candidate = self.domain.tied(&raised, dtype);
+            let light = self.small_enough(&candidate, dtype).is_some_and(|outputs| {
+                let out: i64 = outputs.iter().map(|d| d.iter().product::<i64>()).sum();
+                candidate.elements().saturating_add(out) <= TRAILING_ELEMENTS
+            });
+            if !light {
+                continue;
+            }
+            // and, for a permutation, each structured one (a fast path's swap of the two)
+            for variant in
+                std::iter::once(candidate.clone()).chain(self.structured_variants(&candidate))
+            {
+                if !out.contains(&variant) && self.small_enough(&variant, dtype).is_some() {
+                    out.push(variant);
+                }
+            }
+        }
+        out
     }
 
     /// Keeps each new `candidate` the kernel runs, whatever its paths.
@@ -120,8 +182,9 @@ impl Gate<'_> {
     }
 
     /// `sample` with its `at`-th parameter value set to `value`, where that alone is no sample
-    /// (a window wider than the input) with every dim raised to `value` and then each lowered
-    /// back as far as it goes.
+    /// (a window wider than the input) with every dim raised to `value`, each lowered to 1
+    /// where that is still a sample, and those it could not lower made `value` longer (several
+    /// windows of that size, not one).
     fn large_param(&self, sample: &Sample, at: usize, value: i64, dtype: DType) -> Option<Sample> {
         let alone = self.domain.tied(&with_param(sample, at, value), dtype);
         if self.small_enough(&alone, dtype).is_some() {
@@ -136,7 +199,22 @@ impl Gate<'_> {
         let raised = self.domain.tied(&raised, dtype);
         self.small_enough(&raised, dtype)?;
         let lowered = self.lowered(&raised, dtype);
-        self.small_enough(&lowered, dtype).map(|_| lowered)
+        self.small_enough(&lowered, dtype)?;
+        // then each dim the parameter needed made `value` longer: several windows, not one
+        let mut wide = lowered.clone();
+        for (_, dims, present) in &mut wide.inputs {
+            if *present {
+                dims.iter_mut()
+                    .filter(|d| **d > 1)
+                    .for_each(|d| *d += value);
+            }
+        }
+        let wide = self.domain.tied(&wide, dtype);
+        Some(if self.small_enough(&wide, dtype).is_some() {
+            wide
+        } else {
+            lowered
+        })
     }
 
     /// Whether `candidate` has at most [`BLOCKED_OUTPUTS`] output elements (its long dim is

@@ -49,6 +49,10 @@ const MUTANTS: &[(&str, Mutant)] = &[
     ("embedding", Mutant::EmbeddingIdsTruncated32),
     ("reduce_sum", Mutant::ReduceSumBlocked1024),
     ("softmax", Mutant::SoftmaxSingleElementIsOne),
+    // found by a third red-team round (2026-12-04), each missed by the gate then
+    ("cumsum", Mutant::CumsumBlockedScan64),
+    ("add", Mutant::E5m2ClampsNearMax),
+    ("transpose", Mutant::TransposeBlockedCorner),
 ];
 
 /// `MUTANTS[M]`'s kernel in the `D`-th dtype of [`DType::ALL`] with its bug planted (a dtype
@@ -101,7 +105,8 @@ macro_rules! common_mutant_registry {
 }
 
 common_mutant_registry!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+    26, 27, 28
 );
 
 /// The dtype suffix of the entry point a contract names.
