@@ -68,9 +68,6 @@ impl Gate<'_> {
                     .filter_map(|&v| self.large_param(base, at, v, dtype)),
             );
         }
-        for c in &candidates {
-            eprintln!("LARGE {} {}", self.raw.kernel.value, c.describe());
-        }
         self.keep_all(kernel, dtype, candidates, admitted, grown);
     }
 
