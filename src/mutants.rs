@@ -115,6 +115,13 @@ pub enum Mutant {
     /// `transpose`: a 16×16 blocked fast path for a rank-2 swap that never writes the corner
     /// past both full tiles.
     TransposeBlockedCorner,
+    /// `embedding`: a table without columns (`D = 0`) returns its empty output at once,
+    /// without checking the ids (an id outside the table passes).
+    EmbeddingEmptyRowsUnchecked,
+    /// Every common kernel: a view whose rows are a pitch apart (unit innermost stride) is
+    /// packed row by row at `offset + row · pitch`, as if every outer axis were packed over
+    /// the pitch (wrong when a middle axis is a slice).
+    PackAssumesOuterPacked,
 }
 
 #[cfg(feature = "mutants")]

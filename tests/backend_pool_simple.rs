@@ -277,11 +277,21 @@ fn max_pool2d_errors() {
     );
     assert_eq!(e.unwrap_err().kind, KernelErrorKind::Rank);
     let e = max_pool2d(
-        &RefTensor::<f32>::zeros(&[1, 0, 3, 4]).unwrap(),
+        &RefTensor::<f32>::zeros(&[1, 2, 0, 4]).unwrap(),
         &MaxPool2dParams {
             kernel_size: 1,
             stride: 1,
         },
     );
     assert_eq!(e.unwrap_err().kind, KernelErrorKind::ZeroSize);
+    // an empty batch, or no channels, pools to an empty output of the pooled shape
+    let params = MaxPool2dParams {
+        kernel_size: 2,
+        stride: 1,
+    };
+    for shape in [[1, 0, 3, 4], [0, 2, 3, 4]] {
+        let out = max_pool2d(&RefTensor::<f32>::zeros(&shape).unwrap(), &params).unwrap();
+        assert_eq!(out.shape(), &[shape[0], shape[1], 2, 3]);
+        assert!(out.data().is_empty());
+    }
 }

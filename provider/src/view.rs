@@ -139,6 +139,9 @@ impl Operand {
             start_offset: self.offset != 0,
             ..LayoutFlags::default()
         };
+        if self.shape.contains(&0) {
+            return flags; // no element: every stride is as good as the packed one
+        }
         let dims = self.shape.iter().zip(&self.strides).zip(&packed);
         for ((&size, &stride), &want) in dims {
             if size <= 1 {
@@ -303,25 +306,38 @@ pub fn reversed_view_along(t: &AnyTensor, axis: usize) -> Option<Operand> {
 /// (`strided` flag, with a unit innermost stride). `None` when `t` has fewer than two axes of
 /// size > 1 (no pitch can then be observed).
 pub fn row_pitch_view_of(t: &AnyTensor) -> Option<Operand> {
+    pitch_view_along(t, t.shape().len().checked_sub(1)?)
+}
+
+/// A view with the same logical values as `t` stored as a slice of a tensor one longer along
+/// `axis` (a NaN junk slice after each run of `axis`): every axis before `axis` a pitch apart,
+/// `axis` and those after it packed (`strided` flag). Along the last axis these are rows a
+/// pitch apart; along a middle one, planes a pitch apart over packed rows — a kernel that takes
+/// the outer strides for packed over the pitch reads junk. `None` when no axis before `axis`
+/// has size > 1 (no pitch can then be observed) or `t` is empty.
+pub fn pitch_view_along(t: &AnyTensor, axis: usize) -> Option<Operand> {
     let shape = t.shape().to_vec();
-    if shape.iter().filter(|&&d| d > 1).count() < 2 {
+    let observable = shape.get(..axis)?.iter().any(|&d| d > 1) && shape.get(axis).is_some();
+    if !observable || shape.contains(&0) {
         return None;
     }
-    let last = *shape.last()?;
-    let values = t.to_f64_vec();
-    let padded: Vec<f64> = values
-        .chunks(last.max(1))
-        .flat_map(|row| row.iter().copied().chain([JUNK]))
+    let mut wider = shape.clone();
+    *wider.get_mut(axis)? += 1;
+    // `run` elements of `t` (one run of `axis` and the axes after it), then `slice` of junk
+    let slice: usize = shape.get(axis + 1..)?.iter().product();
+    let run = slice.checked_mul(*shape.get(axis)?)?;
+    let padded: Vec<f64> = t
+        .to_f64_vec()
+        .chunks(run)
+        .flat_map(|chunk| {
+            chunk
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(JUNK, slice))
+        })
         .collect();
     let storage = AnyTensor::from_f64(t.dtype(), &[padded.len()], &padded).ok()?;
-    let mut pitched = shape.clone();
-    if let Some(l) = pitched.last_mut() {
-        *l = last + 1;
-    }
-    let mut strides = row_major_strides(&pitched);
-    if let Some(s) = strides.last_mut() {
-        *s = 1;
-    }
+    let strides = row_major_strides(&wider);
     Operand::view(Arc::new(storage), shape, strides, 0).ok()
 }
 
@@ -398,6 +414,15 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_operand_is_contiguous_whatever_its_strides() {
+        // Row-major strides of [2, 0] are [0, 1]: the 0 is no broadcast, there is no element.
+        let op = Operand::contiguous(arange(&[2, 0]));
+        assert_eq!(op.strides(), &[0, 1]);
+        assert!(op.is_contiguous());
+        assert!(logical_values(&op).is_empty());
+    }
+
+    #[test]
     fn helpers_keep_values_and_set_flags() {
         let t = arange(&[2, 3, 4]);
         let strided = strided_view_of(&t).unwrap();
@@ -433,6 +458,18 @@ mod tests {
         assert_eq!(pitched.strides()[1], 5);
         assert_eq!(logical_values(&pitched), t.to_f64_vec());
         assert!(row_pitch_view_of(&arange(&[1, 4])).is_none());
+
+        // planes a pitch apart: axis 1 one longer, rows packed within each plane
+        let t = arange(&[2, 3, 4, 5]);
+        let planes = pitch_view_along(&t, 2).unwrap();
+        assert!(planes.layout().strided);
+        assert_eq!(planes.strides(), &[3 * 5 * 5, 5 * 5, 5, 1]);
+        assert_eq!(logical_values(&planes), t.to_f64_vec());
+        let channels = pitch_view_along(&t, 1).unwrap();
+        assert_eq!(channels.strides(), &[4 * 4 * 5, 4 * 5, 5, 1]);
+        assert_eq!(logical_values(&channels), t.to_f64_vec());
+        assert!(pitch_view_along(&arange(&[1, 3, 4]), 1).is_none());
+        assert!(pitch_view_along(&t, 4).is_none());
     }
 
     #[test]

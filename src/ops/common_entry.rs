@@ -74,6 +74,11 @@ fn pack<'a, U: Scalar>(
     if let Some(t) = whole {
         return Ok(Cow::Borrowed(t));
     }
+    if active(Mutant::PackAssumesOuterPacked)
+        && let Some(rows) = pitched_rows::<U>(operand)
+    {
+        return Ok(Cow::Owned(rows?));
+    }
     if operand.layout().broadcast_stride0
         && active(Mutant::PackBroadcastRepeats)
         && let Some(t) = U::peel(operand.storage())
@@ -93,6 +98,28 @@ fn pack<'a, U: Scalar>(
         found: operand.dtype(),
     })?;
     Ok(Cow::Owned(t.clone()))
+}
+
+/// The planted [`Mutant::PackAssumesOuterPacked`]: a view with a unit innermost stride and
+/// rows at least a row apart, copied row by row at `offset + row · pitch` (`None` for any
+/// other view).
+fn pitched_rows<U: Scalar>(operand: &Operand) -> Option<Result<RefTensor<U>, ExecError>> {
+    let (shape, strides) = (operand.shape(), operand.strides());
+    let (&[.., cols], &[.., pitch, 1]) = (shape, strides) else {
+        return None;
+    };
+    let pitch = usize::try_from(pitch).ok().filter(|p| *p >= cols)?;
+    if strides.iter().any(|&s| s <= 0) || shape.contains(&0) {
+        return None;
+    }
+    let src = U::peel(operand.storage())?.data();
+    let rows = shape.iter().rev().skip(1).product::<usize>();
+    let mut data = Vec::with_capacity(rows * cols);
+    for row in 0..rows {
+        let start = operand.offset() + row * pitch;
+        data.extend_from_slice(src.get(start..start + cols)?);
+    }
+    Some(RefTensor::from_vec(data, shape).map_err(Into::into))
 }
 
 /// Operands in `descs` order (`None` for an absent optional one), each packed into a

@@ -30,10 +30,11 @@ impl MaxPool2dParams {
             self.kernel_size, self.stride
         );
         require_rank(OP, "x", "N, C, H, W", x_shape, &ctx)?;
-        require_nonempty(OP, "x", x_shape, &ctx)?;
         let &[batch, channels, height, width] = x_shape else {
             return Err(KernelError::new(OP, KernelErrorKind::Rank, ctx));
         };
+        // An empty batch, or no channels, pools to an empty output; an empty plane has no window.
+        require_nonempty(OP, "x plane", &[height, width], &ctx)?;
         let k = self.kernel_size;
         ensure(
             k > 0,
@@ -98,7 +99,10 @@ pub fn max_pool2d_threaded<T: Element>(
     threads: usize,
 ) -> Result<RefTensor<T>, KernelError> {
     let out_dims = params.out_dims(x.shape())?;
-    let [_, _, out_height, out_width] = out_dims;
+    let [batch, channels, out_height, out_width] = out_dims;
+    if batch == 0 || channels == 0 {
+        return Ok(RefTensor::from_vec(Vec::new(), &out_dims)?);
+    }
     let (height, width) = (x.shape()[2], x.shape()[3]);
     let (k, s) = (params.kernel_size, params.stride);
     let geometry = pool_fast::PoolGeometry {

@@ -210,6 +210,13 @@ impl Geometry {
                 "x and weight must be rank 4".into(),
             ));
         };
+        // Like its oracle (the reference backend's conv2d), it takes no empty operand.
+        if x.contains(&0) || w.contains(&0) {
+            return Err(bad(
+                KernelErrorKind::ZeroSize,
+                format!("an empty operand: x {x:?}, weight {w:?}"),
+            ));
+        }
         if w_in != in_channels {
             return Err(bad(
                 KernelErrorKind::ChannelMismatch,

@@ -396,6 +396,19 @@ fn a_reduction_over_whole_indices_sums_removes_or_keeps_axes() {
     assert!(twice.message.contains("not distinct axes"), "{}", twice.message);
     let wrong_rank = run_at(2, vec![2, 1], vec![2], 1).unwrap_err();
     assert!(wrong_rank.message.contains("has rank 2"), "{}", wrong_rank.message);
+    // an empty x and out: the divisor `numel(x) / numel(out)` divides by zero, in a loop that
+    // runs no iteration, so it is never evaluated
+    let empty = [Some((vec![0, 1, 3], Vec::new()))];
+    let program = compile(MEAN, &signature(2), DType::F64);
+    let params = [ParamValue::Tuple(vec![2]), ParamValue::Int(0)];
+    let on = Inputs {
+        inputs: &empty,
+        outputs: &[vec![0, 1]],
+        params: &params,
+        dtype: DType::F64,
+    };
+    let nothing = run(&program, &on, &Rounded::default(), false).unwrap();
+    assert!(nothing.outputs[0].is_empty());
 }
 
 /// `a[broadcast(o)]` reads an input at the output's whole index broadcast to it (trailing axes

@@ -19,6 +19,35 @@ impl Gate<'_> {
         dtype: DType,
         samples: &[(Sample, Vec<Vec<i64>>)],
     ) -> bool {
+        self.admitted_as(kernel, dtype, samples, "accepts the admitted domain")
+    }
+
+    /// Every admitted sample with an empty operand (see [`Gate::empty_dim_samples`]) runs as
+    /// the drawn ones do, after them: a kernel that refuses empty operands its contract admits
+    /// is under-constrained, and its other claims were checked on the rest all the same.
+    pub(super) fn empty_operands(
+        &mut self,
+        kernels: &[(DType, Kernel<'_>)],
+        empties: &[(Sample, Vec<Vec<i64>>)],
+    ) {
+        if empties.is_empty() {
+            return;
+        }
+        for (dtype, kernel) in kernels {
+            if !self.admitted_as(kernel, *dtype, empties, "accepts empty operands") {
+                return; // one counterexample is enough
+            }
+        }
+    }
+
+    /// [`Gate::admitted`], its evidence row titled `what` after the dtype.
+    fn admitted_as(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        samples: &[(Sample, Vec<Vec<i64>>)],
+        what: &str,
+    ) -> bool {
         let bitwise = self.promises_bitwise();
         let mut ran = 0;
         let mut worst: f64 = 0.0;
@@ -91,9 +120,10 @@ impl Gate<'_> {
             self.not_checked("values", why);
         }
         self.evidence.rows.push((
-            format!("{} accepts the admitted domain", dtype.name()),
+            format!("{} {what}", dtype.name()),
             format!(
-                "{ran} samples through `{}`: accepted, shapes and dtypes as the rules say{values}{}",
+                "{ran} sample{} through `{}`: accepted, shapes and dtypes as the rules say{values}{}",
+                if ran == 1 { "" } else { "s" },
                 kernel.symbol,
                 if bitwise {
                     ", repeated runs bit-identical"
@@ -286,7 +316,16 @@ impl Gate<'_> {
         sample: &Sample,
         error: &str,
     ) {
-        let (span, label) = self.missing_constraint_at(error);
+        let empty = self.empty_input_of(sample);
+        let (span, label) = match &empty {
+            Some((span, name)) => (
+                span.clone(),
+                format!(
+                    "the kernel refuses `{name}` empty (a dim of 0), though every constraint here holds"
+                ),
+            ),
+            None => self.missing_constraint_at(error),
+        };
         let diagnostic = self.error(
             Code::UnderConstrained,
             span,
@@ -299,6 +338,21 @@ impl Gate<'_> {
         diagnostic.notes.push(sample_note(dtype.name(), sample));
         diagnostic.notes.push(format!("the kernel says: {error}"));
         diagnostic.help.push("add the constraint the kernel enforces, so the contract admits only what the kernel accepts".to_owned());
+        if let Some((_, name)) = empty {
+            diagnostic.help.push(format!(
+                "if the kernel refuses empty operands, `prod({name}.dim) > 0` in `{name}`'s `shape_constraint` says so; or make it accept them"
+            ));
+        }
+    }
+
+    /// The first present input of `sample` with a dim of 0, with where its constraint goes
+    /// (its `shape_constraint`, or its declaration).
+    fn empty_input_of(&self, sample: &Sample) -> Option<(std::ops::Range<usize>, String)> {
+        let (name, _, _) =
+            (sample.inputs.iter()).find(|(_, dims, present)| *present && dims.contains(&0))?;
+        let input = self.raw.inputs.iter().find(|i| i.name.value == *name)?;
+        let at = (input.shape_constraint.as_ref()).map_or(&input.name.span, |c| &c.span);
+        Some((at.clone(), name.clone()))
     }
 
     /// Where the constraint the kernel enforces is missing, and what to say there: the

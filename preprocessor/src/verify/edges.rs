@@ -1,5 +1,6 @@
 //! Samples at the edges of the box, where random draws rarely go: one variable of an admitted
-//! sample moved to its smallest value, each input made a tensor of one element, each
+//! sample moved to its smallest value, one dim made 0 (an empty operand), each input made a
+//! tensor of one element, each
 //! permutation parameter made one of the structured permutations kernels keep fast paths for,
 //! and every parameter raised at once with every optional input present (a stride, a dilation,
 //! groups and an output padding together, where a kernel's handling of one may forget another).
@@ -100,6 +101,41 @@ impl Gate<'_> {
         {
             admitted.push((on, outputs));
         }
+    }
+
+    /// The first sample with one dim of one input made 0, for each dim where that is still a
+    /// sample (dims the contract ties to it following): an empty input, and an empty output or
+    /// one made of padding alone, where a kernel may skip what it checks or divide by zero.
+    /// Checked apart from the drawn samples ([`Gate::empty_operands`]).
+    pub(super) fn empty_dim_samples(&self, dtype: DType, admitted: &Admitted) -> Admitted {
+        let mut empties: Admitted = Vec::new();
+        let Some((first, _)) = admitted.first() else {
+            return empties;
+        };
+        for (input, (_, dims, present)) in first.inputs.iter().enumerate() {
+            for axis in (0..dims.len()).filter(|_| *present) {
+                let mut empty = first.clone();
+                match empty
+                    .inputs
+                    .get_mut(input)
+                    .and_then(|(_, d, _)| d.get_mut(axis))
+                {
+                    Some(dim) if *dim != 0 => *dim = 0,
+                    _ => continue,
+                }
+                // dims tied to others may bring it back (a bias made 0 follows its weight again)
+                let empty = self.domain.tied(&empty, dtype);
+                let still_empty =
+                    (empty.inputs.iter()).any(|(_, d, present)| *present && d.contains(&0));
+                if still_empty
+                    && let Verdict::Admitted { outputs } = self.domain.verdict(&empty, dtype)
+                    && !empties.iter().any(|(s, _)| *s == empty)
+                {
+                    empties.push((empty, outputs));
+                }
+            }
+        }
+        empties
     }
 
     /// Adds, for each input, an admitted sample with every dim of that input 1 (a tensor of one

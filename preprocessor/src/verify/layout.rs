@@ -11,7 +11,8 @@ use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::contract::raw::{LayoutRequirement, RawContract, RawInput};
 use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::view::{
-    broadcast_view_of, offset_view_of, reversed_view_along, row_pitch_view_of, strided_view_of,
+    broadcast_view_of, offset_view_of, pitch_view_along, reversed_view_along, row_pitch_view_of,
+    strided_view_of,
 };
 use fkc_provider::{AnyTensor, DType, Operand, ParamValues};
 
@@ -270,6 +271,13 @@ fn views_for(flag: &str, operand: &Operand) -> Vec<(String, AnyTensor, Operand)>
             ),
         ]
         .into_iter()
+        .chain((1..shape.len().saturating_sub(1)).map(|axis| {
+            named(
+                format!("axis {axis} padded by one slice, the axes before it a pitch apart"),
+                pitch_view_along(&tensor, axis),
+                &tensor,
+            )
+        }))
         .flatten()
         .collect(),
         "start_offset" => vec![(

@@ -168,11 +168,13 @@ pub fn verify(
         ran.push((dtype, kernel.symbol.clone()));
         grown_of.push((dtype, grown));
     }
+    let empties = gate.empty_dim_samples(first_dtype, &admitted);
     gate.per_input_dtypes(&ran);
     gate.abi_claims();
     if let Some((sample, _)) = admitted.first() {
         gate.required_inputs(&first_kernel, first_dtype, sample);
-        gate.values_refused(&first_kernel, first_dtype, sample);
+        let refusing = refusal_samples(&admitted, &empties, &grown_of);
+        gate.values_refused(&first_kernel, first_dtype, &refusing);
         gate.other_dtype_operands_refused(&kernels, sample);
     }
     for &(dtype, kernel) in &kernels {
@@ -188,6 +190,11 @@ pub fn verify(
             break;
         }
     }
+    let ran_kernels: Vec<(DType, Kernel<'_>)> = (kernels.iter())
+        .filter(|(dtype, _)| ran.iter().any(|(d, _)| d == dtype))
+        .copied()
+        .collect();
+    gate.empty_operands(&ran_kernels, &empties);
     if gate.diagnostics.is_empty() {
         let dtypes: Vec<DType> = ran.iter().map(|(d, _)| *d).collect();
         gate.path_coverage(&dtypes);
@@ -224,6 +231,31 @@ fn grouped_by_outcome<'o>(pairs: impl IntoIterator<Item = (&'o str, String)>) ->
         .map(|(outcome, whats)| format!("{}: {outcome}", whats.join(", ")))
         .collect();
     summary.join("; ")
+}
+
+/// The samples an input's `values` refusal runs on: the first admitted one, each whose output
+/// is empty (a kernel may skip its check where it writes nothing) and the first grown one of
+/// the first dtype (its vectorised body).
+fn refusal_samples<'s>(
+    admitted: &'s Admitted,
+    empties: &'s Admitted,
+    grown_of: &'s [(DType, Admitted)],
+) -> Vec<&'s Sample> {
+    let empty_outputs = (admitted.iter().chain(empties))
+        .filter(|(_, outputs)| outputs.iter().any(|dims| dims.contains(&0)));
+    let grown = grown_of.first().and_then(|(_, grown)| grown.first());
+    let mut samples: Vec<&Sample> = Vec::new();
+    for (sample, _) in admitted
+        .first()
+        .into_iter()
+        .chain(empty_outputs)
+        .chain(grown)
+    {
+        if !samples.contains(&sample) {
+            samples.push(sample);
+        }
+    }
+    samples
 }
 
 /// `grown` and `drawn` samples taken in turn, a grown one first.

@@ -17,8 +17,13 @@ impl<A: Arith> Frame<'_, A> {
     /// budget the generic walk then reports).
     pub(super) fn planned(&mut self, plan: &NestPlan) -> Fallible<bool> {
         let mut forms = std::mem::take(&mut self.forms);
-        let evaluated = self.evaluate_forms(plan, &mut forms);
-        let result = evaluated.and_then(|()| self.run_nest(plan, &forms));
+        // A form that cannot be evaluated (a division by zero in an index or a divisor) may
+        // belong to a nest that runs no iteration: the plain loop evaluates it only where it
+        // runs, and reports it there.
+        let result = match self.evaluate_forms(plan, &mut forms) {
+            Ok(()) => self.run_nest(plan, &forms),
+            Err(_) => Ok(false),
+        };
         self.forms = forms;
         result
     }

@@ -9,7 +9,8 @@ use crate::expr::{self, Bindings, Value};
 use fkc_provider::DType;
 
 impl Domain<'_> {
-    /// Every output's dims under the shape rules, when all are defined and ≥ 1.
+    /// Every output's dims under the shape rules, when all are defined (see
+    /// [`Domain::outputs_of`]).
     pub fn outputs(&self, sample: &Sample, bindings: &Bindings) -> Option<Vec<Vec<i64>>> {
         self.contract
             .outputs
@@ -18,25 +19,32 @@ impl Domain<'_> {
             .collect()
     }
 
-    /// One output's dims under its shape rule, when defined and each ≥ 1.
+    /// One output's dims under its shape rule, when defined: each at least 1, or 0 where it
+    /// is an input's dim passed on (a 0 computed from inputs — a window count — is a window
+    /// that does not fit).
     fn outputs_of(
         &self,
         sample: &Sample,
         bindings: &Bindings,
         output: &ResolvedOutput,
     ) -> Option<Vec<i64>> {
-        let dims = match output.shape.as_ref()? {
-            ShapeRule::Conv2d => geometry::conv2d(sample)?,
-            ShapeRule::ConvTranspose2d => geometry::conv_transpose2d(sample)?,
-            // Stops at the first dimension that is undefined or below 1.
-            ShapeRule::FromParams(dims) => dims
-                .iter()
-                .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int().filter(|d| *d >= 1))
-                .collect::<Option<Vec<i64>>>()?,
+        // Each dim with whether it is an input's dim passed on (which may be 0: an empty input
+        // makes an empty output) or computed (a window count, which must be at least 1).
+        let computed = [true, true, false, false];
+        let (dims, passed) = match output.shape.as_ref()? {
+            ShapeRule::Conv2d => (geometry::conv2d(sample)?, computed.to_vec()),
+            ShapeRule::ConvTranspose2d => (geometry::conv_transpose2d(sample)?, computed.to_vec()),
+            // Stops at the first dimension that is undefined.
+            ShapeRule::FromParams(dims) => (
+                dims.iter()
+                    .map(|(_, e)| expr::eval(e, bindings).ok()?.as_int())
+                    .collect::<Option<Vec<i64>>>()?,
+                dims.iter().map(|(_, e)| is_input_dim(e)).collect(),
+            ),
             ShapeRule::Broadcast { inputs } => {
                 let shapes: Option<Vec<&[i64]>> =
                     inputs.iter().map(|name| sample.dims(name)).collect();
-                geometry::broadcast(&shapes?)?
+                passed_on(geometry::broadcast(&shapes?)?)
             }
             ShapeRule::Reduce {
                 input,
@@ -51,13 +59,15 @@ impl Domain<'_> {
                     },
                 };
                 let axes = sample.param(axes)?.ints();
-                geometry::reduce(sample.dims(input)?, axes, keep)?
+                passed_on(geometry::reduce(sample.dims(input)?, axes, keep)?)
             }
-            ShapeRule::Permute { input, perm } => {
-                geometry::permuted(sample.dims(input)?, sample.param(perm)?.ints())?
-            }
+            ShapeRule::Permute { input, perm } => passed_on(geometry::permuted(
+                sample.dims(input)?,
+                sample.param(perm)?.ints(),
+            )?),
         };
-        dims.iter().all(|d| *d >= 1).then_some(dims)
+        let defined = (dims.iter().zip(&passed)).all(|(d, passed)| *d >= 1 || (*passed && *d == 0));
+        defined.then_some(dims)
     }
 
     /// Adds the outputs (and the fields that carry their shape) to the bindings.
@@ -102,4 +112,23 @@ impl Domain<'_> {
                 || self.outputs_of(sample, bindings, output).is_some()
         })
     }
+}
+
+/// Dims every one of which is an input's dim passed on.
+fn passed_on(dims: Vec<i64>) -> (Vec<i64>, Vec<bool>) {
+    let passed = vec![true; dims.len()];
+    (dims, passed)
+}
+
+/// Whether `e` is `name.dim[k]`: an input's dim passed on as it is.
+fn is_input_dim(e: &expr::Expr) -> bool {
+    let expr::ExprKind::Index { base, index } = &e.kind else {
+        return false;
+    };
+    let expr::ExprKind::Member { base, field, .. } = &base.kind else {
+        return false;
+    };
+    field == "dim"
+        && matches!(base.kind, expr::ExprKind::Name(_))
+        && matches!(index.kind, expr::ExprKind::Int(_))
 }

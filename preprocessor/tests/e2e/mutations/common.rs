@@ -53,6 +53,9 @@ const MUTANTS: &[(&str, Mutant)] = &[
     ("cumsum", Mutant::CumsumBlockedScan64),
     ("add", Mutant::E5m2ClampsNearMax),
     ("transpose", Mutant::TransposeBlockedCorner),
+    // missed by the third round's gate, caught since 2026-12-05 (empty operands, middle-axis views)
+    ("embedding", Mutant::EmbeddingEmptyRowsUnchecked),
+    ("avg_pool2d", Mutant::PackAssumesOuterPacked),
 ];
 
 /// `MUTANTS[M]`'s kernel in the `D`-th dtype of [`DType::ALL`] with its bug planted (a dtype
@@ -106,7 +109,7 @@ macro_rules! common_mutant_registry {
 
 common_mutant_registry!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28
+    26, 27, 28, 29, 30
 );
 
 /// The dtype suffix of the entry point a contract names.

@@ -74,9 +74,9 @@ pub(super) const LIES: &[(&str, &str, usize, &str, &str)] = &[
     ),
     (
         "conv2d",
-        "shape_constraint: \"weight.dim[1] * groups == x.dim[1]\"",
+        "shape_constraint: \"weight.dim[1] * groups == x.dim[1] && prod(weight.dim) > 0\"",
         0,
-        "shape_constraint: \"weight.dim[1] >= 1\"",
+        "shape_constraint: \"weight.dim[1] >= 1 && prod(weight.dim) > 0\"",
         "FKC0401",
     ),
     (
