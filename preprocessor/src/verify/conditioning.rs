@@ -8,7 +8,10 @@
 //! order gives `-0.0`) breaks it; on operands near the dtype's smallest normal value, whose
 //! products and sums are subnormal: a kernel that flushes subnormals to zero breaks it; and on
 //! operands of about half the largest finite value, whose sums cross the overflow threshold: a
-//! kernel that clamps to the largest finite, or rounds the last binade wrongly, breaks it.
+//! kernel that clamps to the largest finite, or rounds the last binade wrongly, breaks it. And
+//! every value claim is checked on operands of magnitudes from 1/16 to 256, either sign, where
+//! random values in [-1, 1) never go: a function cut to its limit past a threshold (GELU taken
+//! as 0 below −8) or approximated on an interval breaks it.
 
 use super::Gate;
 use super::fill::Fill;
@@ -36,6 +39,9 @@ enum Designed {
     /// About half the largest finite value: sums across the overflow threshold (a bitwise
     /// claim).
     Overflow,
+    /// Magnitudes from 1/16 to 256, either sign: every range of a function's argument (any
+    /// value claim).
+    Magnitudes,
 }
 
 impl Designed {
@@ -45,6 +51,7 @@ impl Designed {
             Designed::SignedZeros => Fill::SignedZeros(seed),
             Designed::Underflow => Fill::NearUnderflow(seed),
             Designed::Overflow => Fill::NearOverflow(seed),
+            Designed::Magnitudes => Fill::Magnitudes(seed),
         }
     }
 
@@ -52,7 +59,9 @@ impl Designed {
     fn samples(self) -> usize {
         match self {
             Designed::Underflow | Designed::Overflow => UNDERFLOW_SAMPLES,
-            Designed::IllConditioned | Designed::SignedZeros => DESIGNED_SAMPLES,
+            Designed::IllConditioned | Designed::SignedZeros | Designed::Magnitudes => {
+                DESIGNED_SAMPLES
+            }
         }
     }
 
@@ -62,6 +71,7 @@ impl Designed {
             Designed::SignedZeros => Check::SignedZeros,
             Designed::Underflow => Check::Underflow,
             Designed::Overflow => Check::Overflow,
+            Designed::Magnitudes => Check::Magnitudes,
         }
     }
 
@@ -77,6 +87,9 @@ impl Designed {
             }
             Designed::Overflow => {
                 "operands: about half the largest finite value, so sums cross the overflow threshold"
+            }
+            Designed::Magnitudes => {
+                "operands: magnitudes from 1/16 to 256, either sign, so a function meets every range of its argument"
             }
         }
     }
@@ -100,6 +113,12 @@ impl Designed {
                 format!("{dtype} near underflow"),
                 format!(
                     "{checked} samples on operands near the smallest normal value (subnormal products, sums and operands): every value bit for bit the semantics'"
+                ),
+            ),
+            Designed::Magnitudes => (
+                format!("{dtype} magnitudes"),
+                format!(
+                    "{checked} samples on operands of magnitudes from 1/16 to 256, either sign (every range a function's argument may be cut at): every value as the contract allows"
                 ),
             ),
             Designed::Overflow => (
@@ -131,6 +150,9 @@ impl Gate<'_> {
     ) {
         // an integer dtype has neither rounding to attack nor signed zeros
         if !self.has_semantics() || !dtype.is_float() {
+            return;
+        }
+        if !self.attack(Designed::Magnitudes, kernel, dtype, samples) {
             return;
         }
         if self.states_precision() && !self.attack(Designed::IllConditioned, kernel, dtype, samples)
@@ -209,6 +231,7 @@ impl Gate<'_> {
             Check::SignedZeros => Designed::SignedZeros,
             Check::Underflow => Designed::Underflow,
             Check::Overflow => Designed::Overflow,
+            Check::Magnitudes => Designed::Magnitudes,
             _ => return None,
         };
         self.designed_one(designed, kernel, dtype, sample, seed)

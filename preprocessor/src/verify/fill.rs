@@ -1,6 +1,6 @@
 //! How operand values are chosen: seeded values of a dtype, in [-1, 1) for the gate's samples,
 //! or designed to attack a claim — exponents spread wide (any change of order changes bits),
-//! special values, signed zeros, values near underflow.
+//! special values, signed zeros, values near underflow or overflow, magnitudes up to 256.
 
 use super::constraints::ValueBound;
 use super::sample::Rng;
@@ -33,6 +33,11 @@ pub enum Fill {
     /// largest itself), either sign, so that sums of two land around the overflow threshold:
     /// a kernel that clamps, or rounds the last binade wrongly, is told apart.
     NearOverflow(u64),
+    /// Seeded `±(1 + f)·2^k` with `k` from −4 to 7 (magnitudes from 1/16 to 256, either
+    /// sign): every range an elementwise function's argument may be cut at (a GELU or tanh
+    /// taken as its limit past some threshold, an exp approximated on an interval), which
+    /// values in [-1, 1) never leave. An integer dtype gets its seeded integers.
+    Magnitudes(u64),
 }
 
 impl Fill {
@@ -45,7 +50,8 @@ impl Fill {
             | Fill::UniformSpecial(seed)
             | Fill::SignedZeros(seed)
             | Fill::NearUnderflow(seed)
-            | Fill::NearOverflow(seed) => seed,
+            | Fill::NearOverflow(seed)
+            | Fill::Magnitudes(seed) => seed,
         }
     }
 
@@ -67,6 +73,7 @@ impl Fill {
             Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(rng, dtype)).collect(),
             Fill::NearUnderflow(_) => (0..count).map(|_| near_underflow(rng, dtype)).collect(),
             Fill::NearOverflow(_) => (0..count).map(|_| near_overflow(rng, dtype)).collect(),
+            Fill::Magnitudes(_) => (0..count).map(|_| magnitude(rng, dtype)).collect(),
         }
     }
 
@@ -214,6 +221,17 @@ fn near_overflow(rng: &mut Rng, dtype: DType) -> f64 {
     };
     let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
     sign * m * crate::semantics::float::largest(dtype)
+}
+
+/// One value for [`Fill::Magnitudes`].
+fn magnitude(rng: &mut Rng, dtype: DType) -> f64 {
+    if !dtype.is_float() {
+        return integer_value(rng, dtype);
+    }
+    let exponent = i32::try_from(rng.range(-4, 7)).unwrap_or(0);
+    let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
+    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    sign * mantissa * 2f64.powi(exponent)
 }
 
 /// The exponent of a float dtype's smallest normal value (`None` for an integer dtype).

@@ -64,6 +64,8 @@ pub enum Check {
     /// A bitwise claim, on operands of about half the dtype's largest finite value (sums
     /// across the overflow threshold).
     Overflow,
+    /// Any value claim, on operands of magnitudes from 1/16 to 256, either sign.
+    Magnitudes,
     /// Layout claims, on real views of the operands.
     Layout,
     /// A dtype the contract does not declare (`--dtype`), which every entry point and the
@@ -86,6 +88,7 @@ impl Check {
             Check::SignedZeros => Some("signed-zeros"),
             Check::Underflow => Some("underflow"),
             Check::Overflow => Some("overflow"),
+            Check::Magnitudes => Some("magnitudes"),
             Check::Layout => Some("layout"),
             Check::Undeclared => Some("undeclared"),
             Check::Required => Some("required"),
@@ -93,7 +96,7 @@ impl Check {
     }
 
     /// The names `repro --check` takes, for a usage message.
-    pub const NAMES: &'static str = "order, special, special-uniform, conditioning, signed-zeros, underflow, overflow, layout, undeclared or required";
+    pub const NAMES: &'static str = "order, special, special-uniform, conditioning, signed-zeros, underflow, overflow, magnitudes, layout, undeclared or required";
 
     /// The check named `name` (`repro --check`).
     pub fn parse(name: &str) -> Option<Check> {
@@ -105,6 +108,7 @@ impl Check {
             Check::SignedZeros,
             Check::Underflow,
             Check::Overflow,
+            Check::Magnitudes,
             Check::Layout,
             Check::Undeclared,
             Check::Required,
@@ -262,7 +266,8 @@ impl<'a> Gate<'a> {
                 check @ (Check::Conditioning
                 | Check::SignedZeros
                 | Check::Underflow
-                | Check::Overflow),
+                | Check::Overflow
+                | Check::Magnitudes),
                 Verdict::Admitted { .. },
             ) => self.designed_replay(check, kernel, dtype, sample, seed) != Some(false),
             (Check::Layout, Verdict::Admitted { .. }) => {
