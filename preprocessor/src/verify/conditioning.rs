@@ -89,7 +89,7 @@ impl Designed {
                 "operands: about half the largest finite value, so sums cross the overflow threshold"
             }
             Designed::Magnitudes => {
-                "operands: magnitudes from 1/16 to 256, either sign, so a function meets every range of its argument"
+                "operands: magnitudes from 1/16 to 256, either sign, or a ramp from -16 to 16, so a function meets every range of its argument"
             }
         }
     }
@@ -118,7 +118,7 @@ impl Designed {
             Designed::Magnitudes => (
                 format!("{dtype} magnitudes"),
                 format!(
-                    "{checked} samples on operands of magnitudes from 1/16 to 256, either sign (every range a function's argument may be cut at): every value as the contract allows"
+                    "{checked} samples on operands of magnitudes from 1/16 to 256, either sign, or evenly spaced from -16 to 16 (every range a function's argument may be cut at): every value as the contract allows"
                 ),
             ),
             Designed::Overflow => (

@@ -36,7 +36,9 @@ pub enum Fill {
     /// Seeded `±(1 + f)·2^k` with `k` from −4 to 7 (magnitudes from 1/16 to 256, either
     /// sign): every range an elementwise function's argument may be cut at (a GELU or tanh
     /// taken as its limit past some threshold, an exp approximated on an interval), which
-    /// values in [-1, 1) never leave. An integer dtype gets its seeded integers.
+    /// values in [-1, 1) never leave; every other pair of runs a ramp from −16 to 16
+    /// over the operand, evenly spaced, so that a threshold anywhere in it is met by the
+    /// operands closest to it. An integer dtype gets its seeded integers.
     Magnitudes(u64),
 }
 
@@ -73,6 +75,9 @@ impl Fill {
             Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(rng, dtype)).collect(),
             Fill::NearUnderflow(_) => (0..count).map(|_| near_underflow(rng, dtype)).collect(),
             Fill::NearOverflow(_) => (0..count).map(|_| near_overflow(rng, dtype)).collect(),
+            // Runs 2, 3, 6, 7, … (the run index in bits 24 and up) a ramp: the attacks take a
+            // grown sample and a drawn one in turn, so grown ones get both kinds.
+            Fill::Magnitudes(seed) if (seed >> 25) & 1 == 1 && dtype.is_float() => ramp(count),
             Fill::Magnitudes(_) => (0..count).map(|_| magnitude(rng, dtype)).collect(),
         }
     }
@@ -233,6 +238,18 @@ fn magnitude(rng: &mut Rng, dtype: DType) -> f64 {
     let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
     sign * mantissa * 2f64.powi(exponent)
 }
+
+/// `count` values evenly spaced from −[`RAMP`] to [`RAMP`], each in the middle of its step.
+fn ramp(count: usize) -> Vec<f64> {
+    let step = 2.0 * RAMP / count.max(1) as f64;
+    (0..count)
+        .map(|i| -RAMP + step * (i as f64 + 0.5))
+        .collect()
+}
+
+/// The half-width of [`ramp`]: past the thresholds elementwise functions are cut at (GELU, tanh
+/// and the logistic function are within an ulp of their limits past about 9 in `f32`).
+const RAMP: f64 = 16.0;
 
 /// The exponent of a float dtype's smallest normal value (`None` for an integer dtype).
 fn smallest_normal_exponent(dtype: DType) -> Option<i64> {
