@@ -1,9 +1,9 @@
 //! Samples at the edges of the box, where random draws rarely go: one variable of an admitted
 //! sample moved to its smallest value, one dim made 0 (an empty operand), each input made a
-//! tensor of one element, each
-//! permutation parameter made one of the structured permutations kernels keep fast paths for,
-//! and every parameter raised at once with every optional input present (a stride, a dilation,
-//! groups and an output padding together, where a kernel's handling of one may forget another).
+//! tensor of one element, each permutation parameter made one of the structured permutations
+//! kernels keep fast paths for, and every parameter raised at once with every optional input
+//! present (a stride, a dilation, groups and an output padding together, where a kernel's
+//! handling of one may forget another).
 
 use super::constraints::{self, Verdict};
 use super::reach::with_param;

@@ -1,11 +1,10 @@
 //! An input's `values` is a constraint on its elements: the kernel must refuse an element just
 //! outside it (an index one past the table, or negative), as it refuses a sample breaking a
-//! shape constraint (FKC0402). Run on the first admitted sample, one whose output is empty and
-//! a grown one (a kernel may skip its check where it has nothing to write, or in its vectorised
-//! body), one element — the first, then the last — moved past each end, and, for a 64-bit
-//! integer input, far past them: `min + 2^32` (which an index truncated to
-//! 32 bits takes for `min`) and the dtype's smallest value (which overflows a negation or an
-//! added offset).
+//! shape constraint (FKC0402). Run on the first admitted sample, each one whose output is
+//! empty and a grown one (a kernel may skip its check where it has nothing to write, or in its
+//! vectorised body), one element — the first, then the last — moved past each end, and, for a
+//! 64-bit integer input, far past them: `min + 2^32` (which an index truncated to 32 bits takes
+//! for `min`) and the dtype's smallest value (which overflows a negation or an added offset).
 
 use super::Gate;
 use super::constraints::ValueBound;
