@@ -433,7 +433,7 @@ impl Domain<'_> {
 }
 
 /// `k` when `e` is `name.dim[k]`.
-fn dim_of(e: &expr::Expr, name: &str) -> Option<usize> {
+pub(super) fn dim_of(e: &expr::Expr, name: &str) -> Option<usize> {
     let expr::ExprKind::Index { base, index } = &e.kind else {
         return None;
     };

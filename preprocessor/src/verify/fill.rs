@@ -187,7 +187,12 @@ fn wide_exponent(rng: &mut Rng, dtype: DType) -> f64 {
         DType::BF16 | DType::F16 => 5,
         _ => 20,
     };
-    let exponent = i32::try_from(rng.range(-reach, reach)).unwrap_or(0);
+    signed_power(rng, -reach, reach)
+}
+
+/// `±(1 + f)·2^k` with `k` drawn from `low..=high`, then `f` in [0, 1), then the sign.
+fn signed_power(rng: &mut Rng, low: i64, high: i64) -> f64 {
+    let exponent = i32::try_from(rng.range(low, high)).unwrap_or(0);
     let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
     let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
     sign * mantissa * 2f64.powi(exponent)
@@ -206,10 +211,7 @@ fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
         0 => (lowest - 6, lowest - 1),
         _ => (lowest / 2 - 4, lowest / 2 + 2),
     };
-    let exponent = i32::try_from(rng.range(low, high)).unwrap_or(0);
-    let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
-    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
-    sign * mantissa * 2f64.powi(exponent)
+    signed_power(rng, low, high)
 }
 
 /// One value for [`Fill::NearOverflow`]: `±m·largest` with `m` in [0.45, 0.6) (a sum of two
@@ -233,10 +235,7 @@ fn magnitude(rng: &mut Rng, dtype: DType) -> f64 {
     if !dtype.is_float() {
         return integer_value(rng, dtype);
     }
-    let exponent = i32::try_from(rng.range(-4, 7)).unwrap_or(0);
-    let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
-    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
-    sign * mantissa * 2f64.powi(exponent)
+    signed_power(rng, -4, 7)
 }
 
 /// `count` values evenly spaced from −[`RAMP`] to [`RAMP`], each in the middle of its step.

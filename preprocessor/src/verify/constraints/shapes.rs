@@ -122,13 +122,11 @@ fn passed_on(dims: Vec<i64>) -> (Vec<i64>, Vec<bool>) {
 
 /// Whether `e` is `name.dim[k]`: an input's dim passed on as it is.
 fn is_input_dim(e: &expr::Expr) -> bool {
-    let expr::ExprKind::Index { base, index } = &e.kind else {
+    let expr::ExprKind::Index { base, .. } = &e.kind else {
         return false;
     };
-    let expr::ExprKind::Member { base, field, .. } = &base.kind else {
+    let expr::ExprKind::Member { base, .. } = &base.kind else {
         return false;
     };
-    field == "dim"
-        && matches!(base.kind, expr::ExprKind::Name(_))
-        && matches!(index.kind, expr::ExprKind::Int(_))
+    matches!(&base.kind, expr::ExprKind::Name(name) if super::dim_of(e, name).is_some())
 }
