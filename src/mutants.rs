@@ -122,6 +122,10 @@ pub enum Mutant {
     /// packed row by row at `offset + row · pitch`, as if every outer axis were packed over
     /// the pitch (wrong when a middle axis is a slice).
     PackAssumesOuterPacked,
+    /// `gelu`: below −8, where `1 + erf(x/√2)` is within a few units of f64's last place of
+    /// zero, the result is taken to be −0.0 (wrong on [−8.09, −8), where the exact value is
+    /// about −5e-15 and outside the semantics' f64 bound).
+    GeluCutOffBelowMinus8,
 }
 
 #[cfg(feature = "mutants")]

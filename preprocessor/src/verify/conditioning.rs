@@ -14,12 +14,13 @@
 //! as 0 below −8) or approximated on an interval breaks it.
 
 use super::Gate;
-use super::fill::Fill;
+use super::fill::{Fill, ramps};
 use super::run::{Outcome, call_filled};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay};
 use crate::providers::Kernel;
 use fkc_provider::DType;
+use std::cmp::Reverse;
 
 /// Samples each attack runs on.
 const DESIGNED_SAMPLES: usize = 8;
@@ -178,8 +179,15 @@ impl Gate<'_> {
         samples: &[&Sample],
     ) -> bool {
         let mut checked = 0;
-        for (index, sample) in varied(samples).take(designed.samples()).enumerate() {
-            let seed = self.seed ^ ((index as u64) << 24);
+        let mut ordered: Vec<&Sample> = varied(samples).collect();
+        let gate_seed = self.seed;
+        let seed_of = |index: usize| gate_seed ^ ((index as u64) << 24);
+        let first_ramp = (0..designed.samples()).find(|&i| ramps(seed_of(i)));
+        if let (Designed::Magnitudes, Some(index)) = (designed, first_ramp) {
+            largest_at(&mut ordered, index);
+        }
+        for (index, sample) in ordered.into_iter().take(designed.samples()).enumerate() {
+            let seed = seed_of(index);
             let before = self.diagnostics.len();
             match self.designed_one(designed, kernel, dtype, sample, seed) {
                 None => continue,
@@ -199,6 +207,19 @@ impl Gate<'_> {
         }
         self.evidence.rows.push(designed.row(dtype, checked));
         true
+    }
+}
+
+/// Moves the sample with the most input elements to `index`: the first ramp runs on it, so
+/// its grid is as fine as the samples allow (a function cut off on a range narrower than a
+/// small sample's step is met there).
+fn largest_at(samples: &mut Vec<&Sample>, index: usize) {
+    let largest = (samples.iter().enumerate()).max_by_key(|(i, s)| (s.elements(), Reverse(*i)));
+    if let Some((from, _)) = largest
+        && from > index
+    {
+        let sample = samples.remove(from);
+        samples.insert(index, sample);
     }
 }
 

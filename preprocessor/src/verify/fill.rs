@@ -77,7 +77,9 @@ impl Fill {
             Fill::NearOverflow(_) => (0..count).map(|_| near_overflow(rng, dtype)).collect(),
             // Runs 2, 3, 6, 7, … (the run index in bits 24 and up) a ramp: the attacks take a
             // grown sample and a drawn one in turn, so grown ones get both kinds.
-            Fill::Magnitudes(seed) if (seed >> 25) & 1 == 1 && dtype.is_float() => ramp(count),
+            Fill::Magnitudes(seed) if ramps(seed) && dtype.is_float() => {
+                ramp(count, (rng.unit() + 1.0) / 2.0)
+            }
             Fill::Magnitudes(_) => (0..count).map(|_| magnitude(rng, dtype)).collect(),
         }
     }
@@ -238,11 +240,19 @@ fn magnitude(rng: &mut Rng, dtype: DType) -> f64 {
     signed_power(rng, -4, 7)
 }
 
-/// `count` values evenly spaced from −[`RAMP`] to [`RAMP`], each in the middle of its step.
-fn ramp(count: usize) -> Vec<f64> {
+/// Whether [`Fill::Magnitudes`] with `seed` lays a ramp (runs 2, 3, 6, 7, … by the run index
+/// in bits 24 and up, with the gate's seed mixed in).
+pub(super) fn ramps(seed: u64) -> bool {
+    (seed >> 25) & 1 == 1
+}
+
+/// `count` values evenly spaced from −[`RAMP`] to [`RAMP`], each `offset` (in [0, 1)) of the
+/// way into its step: the runs shift the grid by a random offset each, so that between them
+/// they reach into ranges narrower than one step (a function cut off on a short range).
+fn ramp(count: usize, offset: f64) -> Vec<f64> {
     let step = 2.0 * RAMP / count.max(1) as f64;
     (0..count)
-        .map(|i| -RAMP + step * (i as f64 + 0.5))
+        .map(|i| -RAMP + step * (i as f64 + offset))
         .collect()
 }
 
