@@ -122,10 +122,15 @@ pub enum Mutant {
     /// packed row by row at `offset + row · pitch`, as if every outer axis were packed over
     /// the pitch (wrong when a middle axis is a slice).
     PackAssumesOuterPacked,
-    /// `gelu`: below −8, where `1 + erf(x/√2)` is within a few units of f64's last place of
-    /// zero, the result is taken to be −0.0 (wrong on [−8.09, −8), where the exact value is
-    /// about −5e-15 and outside the semantics' f64 bound).
-    GeluCutOffBelowMinus8,
+    /// `matmul`: products with `n` and `k` of 32 or more take `b` packed once, from the first
+    /// batch, for every batch.
+    MatmulLargePacksFirstB,
+    /// `cumsum`: a scan of 32 or more over rows of 32 or more columns runs 16-column panels
+    /// and leaves the columns past the last full panel zero.
+    CumsumPanelsDropRemainder,
+    /// The vectorised F16 rounding: a value exactly halfway between the largest finite and
+    /// 65536 (65520) is kept in the f32 lane instead of becoming ±Inf.
+    F16OverflowTieKept,
 }
 
 #[cfg(feature = "mutants")]

@@ -171,9 +171,6 @@ fn gelu_f64(x: f64) -> f64 {
         let c = (2.0 / std::f64::consts::PI).sqrt();
         return 0.5 * x * (1.0 + (c * (x + 0.044_715 * x * x * x)).tanh());
     }
-    if x < -8.0 && x.is_finite() && active(Mutant::GeluCutOffBelowMinus8) {
-        return -0.0;
-    }
     0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
 }
 

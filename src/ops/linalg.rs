@@ -62,9 +62,10 @@ pub fn matmul<T: Element>(
     let mut out = Vec::with_capacity(numel(&out_shape)?);
     let (a_data, b_data) = (a.data(), b.data());
     let (a_plane, b_plane) = (a1 * a2, b1 * b2);
+    let packs_b_once = n >= 32 && k_a >= 32 && active(Mutant::MatmulLargePacksFirstB);
     for batch in 0..batch_a {
         let a_base = batch * a_plane;
-        let b_base = batch * b_plane;
+        let b_base = if packs_b_once { 0 } else { batch * b_plane };
         for i in 0..m {
             for j in 0..n {
                 let mut acc = T::zero();

@@ -153,8 +153,10 @@ pub fn cumsum<T: Element>(x: &RefTensor<T>, axis: i64) -> Result<RefTensor<T>, K
     let reverse = active(Mutant::CumsumReverseOrder);
     let data = x.data();
     let mut out: Vec<T> = zeroed_vec(data.len())?;
+    let panels = extent >= 32 && inner >= 32 && active(Mutant::CumsumPanelsDropRemainder);
+    let columns = if panels { inner / 16 * 16 } else { inner };
     for o in 0..outer {
-        for i in 0..inner {
+        for i in 0..columns {
             let at = |t: usize| o * extent * inner + i + t * inner;
             let mut acc = T::zero();
             let blocked = active(Mutant::CumsumBlockedScan64);

@@ -430,7 +430,12 @@ impl Rounding for RoundF16 {
             tiny
         };
         let r = s.select_u32s(is_tiny, tiny, normal);
-        let huge = s.greater_than_or_equal_u32s(mag, s.splat_u32s(0x477f_f000));
+        let threshold = s.splat_u32s(0x477f_f000);
+        let huge = if crate::mutants::active(crate::mutants::Mutant::F16OverflowTieKept) {
+            s.greater_than_u32s(mag, threshold)
+        } else {
+            s.greater_than_or_equal_u32s(mag, threshold)
+        };
         let r = s.select_u32s(huge, s.splat_u32s(0x7f80_0000), r);
         let r = s.or_u32s(r, sign);
         let nan = s.greater_than_u32s(mag, s.splat_u32s(0x7f80_0000));

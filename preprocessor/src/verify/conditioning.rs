@@ -59,10 +59,11 @@ impl Designed {
     /// The samples this attack runs on.
     fn samples(self) -> usize {
         match self {
-            Designed::Underflow | Designed::Overflow => UNDERFLOW_SAMPLES,
-            Designed::IllConditioned | Designed::SignedZeros | Designed::Magnitudes => {
-                DESIGNED_SAMPLES
-            }
+            Designed::Underflow => UNDERFLOW_SAMPLES,
+            Designed::IllConditioned
+            | Designed::SignedZeros
+            | Designed::Magnitudes
+            | Designed::Overflow => DESIGNED_SAMPLES,
         }
     }
 
@@ -87,7 +88,7 @@ impl Designed {
                 "operands: near the smallest normal value, so products and sums are subnormal"
             }
             Designed::Overflow => {
-                "operands: about half the largest finite value, so sums cross the overflow threshold"
+                "operands: about half the largest finite value or its square root, so sums or products cross the overflow threshold"
             }
             Designed::Magnitudes => {
                 "operands: magnitudes from 1/16 to 256, either sign, or a ramp from -16 to 16, so a function meets every range of its argument"
@@ -125,7 +126,7 @@ impl Designed {
             Designed::Overflow => (
                 format!("{dtype} near overflow"),
                 format!(
-                    "{checked} samples on operands of about half the largest finite value (sums across the overflow threshold): every value as the semantics give it, ±Inf included"
+                    "{checked} samples on operands of about half the largest finite value or its square root (sums, or sums of products, across the overflow threshold): every value as the semantics give it, ±Inf included"
                 ),
             ),
         }

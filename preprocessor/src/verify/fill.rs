@@ -31,7 +31,10 @@ pub enum Fill {
     NearUnderflow(u64),
     /// Seeded values of about half the dtype's largest finite value (one in four near the
     /// largest itself), either sign, so that sums of two land around the overflow threshold:
-    /// a kernel that clamps, or rounds the last binade wrongly, is told apart.
+    /// a kernel that clamps, or rounds the last binade wrongly, is told apart. Half the runs
+    /// (by the run index in bits 26 and up) take values about the square root of the largest
+    /// instead ([`overflow_root`]), so that products land there and sums of products meet the
+    /// threshold exactly.
     NearOverflow(u64),
     /// Seeded `±(1 + f)·2^k` with `k` from −4 to 7 (magnitudes from 1/16 to 256, either
     /// sign): every range an elementwise function's argument may be cut at (a GELU or tanh
@@ -74,7 +77,12 @@ impl Fill {
             Fill::WideExponents(_) => (0..count).map(|_| wide_exponent(rng, dtype)).collect(),
             Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(rng, dtype)).collect(),
             Fill::NearUnderflow(_) => (0..count).map(|_| near_underflow(rng, dtype)).collect(),
-            Fill::NearOverflow(_) => (0..count).map(|_| near_overflow(rng, dtype)).collect(),
+            Fill::NearOverflow(seed) => {
+                let roots = (seed >> 26) & 1 == 1;
+                (0..count)
+                    .map(|_| near_overflow(rng, dtype, roots))
+                    .collect()
+            }
             // Runs 2, 3, 6, 7, … (the run index in bits 24 and up) a ramp: the attacks take a
             // grown sample and a drawn one in turn, so grown ones get both kinds.
             Fill::Magnitudes(seed) if ramps(seed) && dtype.is_float() => {
@@ -218,10 +226,13 @@ fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
 
 /// One value for [`Fill::NearOverflow`]: `±m·largest` with `m` in [0.45, 0.6) (a sum of two
 /// between 0.9 and 1.2 of the largest, across the overflow threshold), one in four in
-/// [0.9, 1.0). An integer dtype gets [`integer_value`]s.
-fn near_overflow(rng: &mut Rng, dtype: DType) -> f64 {
+/// [0.9, 1.0); with `roots`, an [`overflow_root`]. An integer dtype gets [`integer_value`]s.
+fn near_overflow(rng: &mut Rng, dtype: DType, roots: bool) -> f64 {
     if !dtype.is_float() {
         return integer_value(rng, dtype);
+    }
+    if roots {
+        return overflow_root(rng, dtype);
     }
     let fraction = (rng.unit() + 1.0) / 2.0;
     let m = match rng.range(0, 3) {
@@ -230,6 +241,29 @@ fn near_overflow(rng: &mut Rng, dtype: DType) -> f64 {
     };
     let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
     sign * m * crate::semantics::float::largest(dtype)
+}
+
+/// `±2^k`, `±1.5·2^k`, `±2^(k+1)` or `±(2 − 2^−m)·2^k` (the largest value below `2^(k+1)`,
+/// `m` the mantissa bits), where `2k + 1` is the largest finite value's exponent: products of
+/// two are `2^emax`, the largest finite value and values just below them, and two of those
+/// products sum exactly to the tie between the largest finite value and the next power of
+/// two (`2^k·2^(k+1) + 2^k·(2 − 2^−m)·2^k`), which must round to ±Inf. A convolution's or a
+/// matmul's sums of products then meet the overflow threshold exactly.
+fn overflow_root(rng: &mut Rng, dtype: DType) -> f64 {
+    let fkc_provider::dtype::Format::Float { exponent, mantissa } = dtype.format() else {
+        return 0.0;
+    };
+    let largest_exponent = (1_i32 << (exponent - 1)) - 1;
+    let k = (largest_exponent - 1) / 2;
+    let below_two = 2.0 - crate::semantics::float::pow2(-(mantissa as i32));
+    let m = match rng.range(0, 3) {
+        0 => 1.0,
+        1 => 1.5,
+        2 => 2.0,
+        _ => below_two,
+    };
+    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    sign * m * crate::semantics::float::pow2(k)
 }
 
 /// One value for [`Fill::Magnitudes`].

@@ -7,10 +7,12 @@
 //! when it reaches a set of code paths no kept sample reached; while a path the contract
 //! names is still unreached, random growth goes on for at most [`TRIES`] candidates. One
 //! sample with every dim raised together ([`TOGETHER`]) follows, kept whatever its paths:
-//! its reductions are long where the drawn samples' may all be single terms; then the samples
-//! stretched along one variable ([`super::stretch`]). Every other grown sample then gets its
+//! its reductions are long where the drawn samples' may all be single terms; one with every
+//! input's last two dims past 32 (or 16) and a batch of two ([`WIDE_TRAILING`]); then the
+//! samples stretched along one variable ([`super::stretch`]). Every other grown sample then gets its
 //! optional inputs present.
 
+use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 use super::constraints::Verdict;
@@ -37,6 +39,13 @@ const RAISED_PARAM: [i64; 2] = [2, 4];
 const PAIRED: i64 = 9;
 /// The values every dim raised together tries, in turn.
 const TOGETHER: [i64; 3] = [4, 3, 2];
+/// The values the last two dims of every input take in the wide sample, in turn: past 32 (a
+/// blocked fast path's threshold), else past 16.
+const WIDE_TRAILING: [i64; 2] = [33, 17];
+/// The least value of every other dim of the wide sample: a batch of two.
+const WIDE_LEADING: i64 = 2;
+/// Bases and values the wide sample tries, at most.
+const WIDE_TRIES: usize = 16;
 /// The smallest samples the sweep starts from, in turn, until every extent is reached.
 pub(super) const SWEEP_BASES: usize = 4;
 /// The elements (operands and outputs) a grown sample may have.
@@ -188,6 +197,15 @@ impl Gate<'_> {
         {
             grown.push((together, outputs));
         }
+        // And one with the inputs' last two dims past a blocked fast path's threshold and the
+        // dims before them a batch of two at least, whatever its paths: a path a kernel takes
+        // for large matrices only is then run on more than one of them.
+        if let Some(wide) = self.raised_wide(&bases, dtype)
+            && !grown.iter().any(|(s, _)| *s == wide)
+            && let Some((outputs, _)) = self.try_grown(kernel, dtype, &wide, admitted)
+        {
+            grown.push((wide, outputs));
+        }
         self.stretched(kernel, dtype, (&bases, admitted), &mut grown);
         self.optional_inputs_present(&mut grown, dtype);
         let mixed = self.with_drawn_params(&grown, admitted, dtype);
@@ -322,6 +340,37 @@ impl Gate<'_> {
             }
             let candidate = self.domain.tied(&raised, dtype);
             self.small_enough(&candidate, dtype).map(|_| candidate)
+        })
+    }
+
+    /// One of `bases` (those with the most dims first) with the last two dims of every present
+    /// input at least [`WIDE_TRAILING`]'s first value that gives a sample of at most
+    /// [`COMBINED_ELEMENTS`] elements, and every dim before them at least [`WIDE_LEADING`]
+    /// (the dims tied to them following).
+    fn raised_wide(&self, bases: &[Sample], dtype: DType) -> Option<Sample> {
+        let mut by_rank: Vec<&Sample> = bases.iter().collect();
+        by_rank.sort_by_key(|s| Reverse(dim_count(s)));
+        let tries = WIDE_TRAILING
+            .iter()
+            .flat_map(|&v| by_rank.iter().map(move |s| (v, *s)));
+        tries.take(WIDE_TRIES).find_map(|(value, sample)| {
+            let mut raised = sample.clone();
+            for (_, dims, present) in &mut raised.inputs {
+                let rank = dims.len();
+                if *present {
+                    for (axis, dim) in dims.iter_mut().enumerate() {
+                        let least = if axis + 2 >= rank {
+                            value
+                        } else {
+                            WIDE_LEADING
+                        };
+                        *dim = (*dim).max(least);
+                    }
+                }
+            }
+            let candidate = self.domain.tied(&raised, dtype);
+            let outputs = self.small_enough(&candidate, dtype)?;
+            (weight(&candidate, &outputs) <= COMBINED_ELEMENTS).then_some(candidate)
         })
     }
 

@@ -289,6 +289,13 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
         "max_pool2d_threaded",
         |k, o, v| planted(Mutant::PoolWideWindowDropsLastColumn, k, o, v),
     ),
+    // found by a fourth red-team round (2026-12-05), missed by the gate then
+    (
+        "F16 sums exactly at the overflow tie kept finite",
+        "conv2d_simple",
+        "conv2d_simple",
+        |k, o, v| planted(Mutant::F16OverflowTieKept, k, o, v),
+    ),
 ];
 
 /// The reference entry point run with `mutant` planted in the backend.
@@ -392,7 +399,7 @@ macro_rules! mutant_entry_points {
 }
 
 mutant_entry_points!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20
 );
 
 #[test]

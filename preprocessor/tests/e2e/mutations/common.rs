@@ -56,9 +56,10 @@ const MUTANTS: &[(&str, Mutant)] = &[
     // missed by the third round's gate, caught since 2026-12-05 (empty operands, middle-axis views)
     ("embedding", Mutant::EmbeddingEmptyRowsUnchecked),
     ("avg_pool2d", Mutant::PackAssumesOuterPacked),
-    // missed by the third round's gate, caught since 2026-12-05 (the first ramp on the largest
-    // sample, its grid shifted by a random offset)
-    ("gelu", Mutant::GeluCutOffBelowMinus8),
+    // found by a fourth red-team round (2026-12-05), each missed by the gate then (a path for
+    // two large dims, caught on the sample with the last two dims past 32 and a batch of two)
+    ("matmul", Mutant::MatmulLargePacksFirstB),
+    ("cumsum", Mutant::CumsumPanelsDropRemainder),
 ];
 
 /// `MUTANTS[M]`'s kernel in the `D`-th dtype of [`DType::ALL`] with its bug planted (a dtype
@@ -112,7 +113,7 @@ macro_rules! common_mutant_registry {
 
 common_mutant_registry!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31
+    26, 27, 28, 29, 30, 31, 32
 );
 
 /// The dtype suffix of the entry point a contract names.
