@@ -131,6 +131,9 @@ pub enum Mutant {
     /// The vectorised F16 rounding: a value exactly halfway between the largest finite and
     /// 65536 (65520) is kept in the f32 lane instead of becoming ±Inf.
     F16OverflowTieKept,
+    /// `add` and `mul`: operands of as many elements are zipped element by element into `a`'s
+    /// shape (the element counts compared where the shapes should be: `[1, n]` and `[n, 1]`).
+    SameCountZips,
 }
 
 #[cfg(feature = "mutants")]

@@ -79,6 +79,13 @@ fn broadcast_binary<T: Scalar>(
         let out: Vec<T> = a.data().iter().map(|&x| f(x, y)).collect();
         return Ok(RefTensor::from_vec(out, a.shape())?);
     }
+    let same_count = a.data().len() == b.data().len() && a.shape().len() >= b.shape().len();
+    if same_count && active(Mutant::SameCountZips) {
+        let out: Vec<T> = (a.data().iter().zip(b.data()))
+            .map(|(&x, &y)| f(x, y))
+            .collect();
+        return Ok(RefTensor::from_vec(out, a.shape())?);
+    }
     let leading = op == "add" && active(Mutant::AddBroadcastAlignsLeading);
     let modulo_b = op == "mul" && active(Mutant::MulBroadcastByModulo);
     let (out_shape, pa, pb) = broadcast_padded(op, a.shape(), b.shape(), leading)?;

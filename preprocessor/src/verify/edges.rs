@@ -1,6 +1,7 @@
 //! Samples at the edges of the box, where random draws rarely go: one variable of an admitted
 //! sample moved to its smallest value, one dim made 0 (an empty operand), each input made a
-//! tensor of one element, each permutation parameter made one of the structured permutations
+//! tensor of one element, two inputs of one rank crossed (`[1, n]` and `[n, 1]`), each
+//! permutation parameter made one of the structured permutations
 //! kernels keep fast paths for, and every parameter raised at once with every optional input
 //! present (a stride, a dilation, groups and an output padding together, where a kernel's
 //! handling of one may forget another).
@@ -46,6 +47,7 @@ impl Gate<'_> {
     pub(super) fn add_designed_edges(&self, dtype: DType, admitted: &mut Admitted) -> usize {
         let before = admitted.len();
         self.add_unit_inputs(dtype, admitted);
+        self.add_crossed_inputs(dtype, admitted);
         self.add_structured_permutations(dtype, admitted);
         self.add_everything_on(dtype, admitted);
         admitted.len() - before
@@ -175,6 +177,63 @@ impl Gate<'_> {
                 && !admitted.iter().any(|(s, _)| *s == unit)
             {
                 admitted.push((unit, outputs));
+            }
+        }
+    }
+
+    /// Adds the first sample with two present inputs made `[1, …, 1, n]` and `[n, 1, …, 1]` (of
+    /// the first one's rank where that is 2 or more, else of rank 2; `n` at least 2), where that
+    /// is still a sample: operands of as many elements whose shapes differ, which broadcast to
+    /// `[n, …, n]` (a kernel that compares element counts where it should compare shapes is
+    /// caught).
+    fn add_crossed_inputs(&self, dtype: DType, admitted: &mut Admitted) {
+        let present = |s: &Sample| -> Vec<usize> {
+            (s.inputs.iter().enumerate())
+                .filter(|(_, (_, _, present))| *present)
+                .map(|(at, _)| at)
+                .collect()
+        };
+        let Some((base, first, second)) = admitted.iter().find_map(|(s, _)| {
+            let inputs = present(s);
+            Some((s.clone(), *inputs.first()?, *inputs.get(1)?))
+        }) else {
+            return;
+        };
+        let dims_of = |at: usize| base.inputs.get(at).map(|(_, dims, _)| dims.clone());
+        let first_dims = dims_of(first).unwrap_or_default();
+        let n = first_dims.last().copied().unwrap_or(2).max(2);
+        // Ranks are the box the samples are drawn in, not constraints: each must be declared.
+        let declares = |at: usize, rank: usize| {
+            let name = base.inputs.get(at).map(|(name, _, _)| name.as_str());
+            (self
+                .raw
+                .inputs
+                .iter()
+                .find(|i| Some(i.name.value.as_str()) == name))
+            .is_some_and(|input| {
+                (input.rank.as_ref()).is_some_and(|r| r.value.ranks().contains(&rank))
+            })
+        };
+        let ranks = [first_dims.len(), 2]
+            .into_iter()
+            .filter(|&r| r >= 2 && declares(first, r) && declares(second, r));
+        for rank in ranks {
+            let mut crossed = base.clone();
+            let mut unit = vec![1; rank];
+            if let Some((_, dims, _)) = crossed.inputs.get_mut(first) {
+                unit[rank - 1] = n;
+                *dims = unit.clone();
+                unit[rank - 1] = 1;
+            }
+            if let Some((_, dims, _)) = crossed.inputs.get_mut(second) {
+                unit[0] = n;
+                *dims = unit;
+            }
+            if let Verdict::Admitted { outputs } = self.domain.verdict(&crossed, dtype) {
+                if !admitted.iter().any(|(s, _)| *s == crossed) {
+                    admitted.push((crossed, outputs));
+                }
+                return;
             }
         }
     }

@@ -60,6 +60,9 @@ const MUTANTS: &[(&str, Mutant)] = &[
     // two large dims, caught on the sample with the last two dims past 32 and a batch of two)
     ("matmul", Mutant::MatmulLargePacksFirstB),
     ("cumsum", Mutant::CumsumPanelsDropRemainder),
+    // found by a fifth red-team round (2026-12-05), missed by the gate then (caught on two
+    // inputs crossed: `[1, n]` and `[n, 1]`)
+    ("add", Mutant::SameCountZips),
 ];
 
 /// `MUTANTS[M]`'s kernel in the `D`-th dtype of [`DType::ALL`] with its bug planted (a dtype
@@ -113,7 +116,7 @@ macro_rules! common_mutant_registry {
 
 common_mutant_registry!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31, 32
+    26, 27, 28, 29, 30, 31, 32, 33
 );
 
 /// The dtype suffix of the entry point a contract names.
