@@ -85,9 +85,7 @@ impl Fill {
             }
             // Runs 2, 3, 6, 7, … (the run index in bits 24 and up) a ramp: the attacks take a
             // grown sample and a drawn one in turn, so grown ones get both kinds.
-            Fill::Magnitudes(seed) if ramps(seed) && dtype.is_float() => {
-                ramp(count, (rng.unit() + 1.0) / 2.0)
-            }
+            Fill::Magnitudes(seed) if ramps(seed) && dtype.is_float() => ramp(count, fraction(rng)),
             Fill::Magnitudes(_) => (0..count).map(|_| magnitude(rng, dtype)).collect(),
         }
     }
@@ -200,11 +198,21 @@ fn wide_exponent(rng: &mut Rng, dtype: DType) -> f64 {
     signed_power(rng, -reach, reach)
 }
 
+/// −1 or 1, evenly.
+fn random_sign(rng: &mut Rng) -> f64 {
+    if rng.range(0, 1) == 0 { -1.0 } else { 1.0 }
+}
+
+/// A value in [0, 1).
+fn fraction(rng: &mut Rng) -> f64 {
+    (rng.unit() + 1.0) / 2.0
+}
+
 /// `±(1 + f)·2^k` with `k` drawn from `low..=high`, then `f` in [0, 1), then the sign.
 fn signed_power(rng: &mut Rng, low: i64, high: i64) -> f64 {
     let exponent = i32::try_from(rng.range(low, high)).unwrap_or(0);
-    let mantissa = 1.0 + (rng.unit() + 1.0) / 2.0;
-    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    let mantissa = 1.0 + fraction(rng);
+    let sign = random_sign(rng);
     sign * mantissa * 2f64.powi(exponent)
 }
 
@@ -234,12 +242,12 @@ fn near_overflow(rng: &mut Rng, dtype: DType, roots: bool) -> f64 {
     if roots {
         return overflow_root(rng, dtype);
     }
-    let fraction = (rng.unit() + 1.0) / 2.0;
+    let fraction = fraction(rng);
     let m = match rng.range(0, 3) {
         0 => 0.9 + 0.1 * fraction,
         _ => 0.45 + 0.15 * fraction,
     };
-    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    let sign = random_sign(rng);
     sign * m * crate::semantics::float::largest(dtype)
 }
 
@@ -262,7 +270,7 @@ fn overflow_root(rng: &mut Rng, dtype: DType) -> f64 {
         2 => 2.0,
         _ => below_two,
     };
-    let sign = if rng.range(0, 1) == 0 { -1.0 } else { 1.0 };
+    let sign = random_sign(rng);
     sign * m * crate::semantics::float::pow2(k)
 }
 
