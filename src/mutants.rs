@@ -128,6 +128,9 @@ pub enum Mutant {
     /// `cumsum`: a scan of 32 or more over rows of 32 or more columns runs 16-column panels
     /// and leaves the columns past the last full panel zero.
     CumsumPanelsDropRemainder,
+    /// Convolution: the plain loops (taken where the padded buffer would be absurdly large)
+    /// store their sums without the bias.
+    FallbackDropsBias,
     /// The vectorised F16 rounding: a value exactly halfway between the largest finite and
     /// 65536 (65520) is kept in the f32 lane instead of becoming ±Inf.
     F16OverflowTieKept,

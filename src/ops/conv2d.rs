@@ -306,7 +306,9 @@ fn conv2d_run<T: Element>(
     for (image, out_image) in out.chunks_exact_mut(g.out_channels * plane).enumerate() {
         for (co, acc) in out_image.chunks_exact_mut(plane).enumerate() {
             accumulate_channel(&g, x.data(), weight.data(), image, co, acc);
-            if let Some(b) = bias {
+            if let Some(b) = bias
+                && !crate::mutants::active(crate::mutants::Mutant::FallbackDropsBias)
+            {
                 let b = b.data()[co];
                 acc.iter_mut().for_each(|a| *a = *a + b);
             }

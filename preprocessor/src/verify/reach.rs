@@ -59,6 +59,15 @@ const MIXED: usize = 4;
 const MIXED_ELEMENTS: i64 = 1 << 11;
 /// Random growth attempts while a named path is unreached.
 const TRIES: usize = 160;
+/// The values two parameter values take together in the far search, and the ratios of the
+/// second to the first: a padding and a stride (or a dilation) of one huge size keep the
+/// output a few elements wide, where a kernel that sizes a buffer from them gives up its fast
+/// path.
+const FAR: [i64; 2] = [1 << 12, 1 << 22];
+const FAR_RATIOS: [(i64, i64); 2] = [(1, 1), (1, 2)];
+/// The dims of the far search's second start from each base: a window of three taps, whose
+/// span a dilation as huge as the padding (twice over) leaves the output's size.
+const FAR_DIMS: i64 = 3;
 
 impl Gate<'_> {
     /// Grown admitted samples for `dtype` (see the module documentation), in the order found.
@@ -148,6 +157,7 @@ impl Gate<'_> {
                 }
             }
         }
+        self.far_params(kernel, dtype, (&bases, admitted), &mut grown, &mut seen);
         // Random growth while a named path is unreached: from a wide plain sample half of the
         // time (else any sample), one to three dims raised, a parameter set to 2..8 a third of
         // the time, and half of the time the innermost extent widened and a parameter brought
@@ -211,6 +221,51 @@ impl Gate<'_> {
         let mixed = self.with_drawn_params(&grown, admitted, dtype);
         grown.splice(0..0, mixed);
         grown
+    }
+
+    /// While a named path is unreached: each pair of parameter values of the first bases (and
+    /// of each with every dim [`FAR_DIMS`]) set far out together ([`FAR`], in the ratios [`FAR_RATIOS`]), with every optional input
+    /// present where that is still a sample (a path found only there is then run with them),
+    /// kept for a new set of paths. A fallback a kernel takes only past some buffer size (an
+    /// absurd padding) is reached on a sample of a few elements.
+    fn far_params(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        (bases, admitted): (&[Sample], &Admitted),
+        grown: &mut Admitted,
+        seen: &mut BTreeSet<Vec<String>>,
+    ) {
+        let optional: Vec<String> = (self.optional_inputs().into_iter())
+            .map(str::to_owned)
+            .collect();
+        let starts = (bases.iter().take(SWEEP_BASES))
+            .flat_map(|base| [base.clone(), every_dim_set(base, FAR_DIMS)]);
+        for base in &starts.collect::<Vec<_>>() {
+            let count = param_count(base);
+            for (a, b) in (0..count).flat_map(|a| (0..count).map(move |b| (a, b))) {
+                for (value, (num, den)) in FAR.iter().flat_map(|v| FAR_RATIOS.map(|r| (*v, r))) {
+                    if self.unreached(dtype).is_empty() {
+                        return;
+                    }
+                    if a == b {
+                        continue;
+                    }
+                    let far = with_param(&with_param(base, a, value), b, value * num / den);
+                    let mut candidate = self.domain.tied(&far, dtype);
+                    for name in &optional {
+                        let present = self.domain.with_present(&candidate, name, dtype);
+                        if matches!(
+                            self.domain.verdict(&present, dtype),
+                            Verdict::Admitted { .. }
+                        ) {
+                            candidate = present;
+                        }
+                    }
+                    self.keep_if_new(kernel, dtype, candidate, admitted, grown, seen);
+                }
+            }
+        }
     }
 
     /// The first grown samples with the parameters (and at least the dims) of drawn samples,
@@ -332,13 +387,7 @@ impl Gate<'_> {
     /// small enough (the dims tied to them following).
     fn raised_together(&self, sample: &Sample, dtype: DType) -> Option<Sample> {
         TOGETHER.iter().find_map(|&value| {
-            let mut raised = sample.clone();
-            for (_, dims, present) in &mut raised.inputs {
-                if *present {
-                    dims.iter_mut().for_each(|d| *d = (*d).max(value));
-                }
-            }
-            let candidate = self.domain.tied(&raised, dtype);
+            let candidate = self.domain.tied(&every_dim_at_least(sample, value), dtype);
             self.small_enough(&candidate, dtype).map(|_| candidate)
         })
     }
@@ -482,6 +531,28 @@ fn weight(sample: &Sample, outputs: &[Vec<i64>]) -> i64 {
         .map(|dims| dims.iter().product::<i64>())
         .sum();
     sample.elements().saturating_add(out)
+}
+
+/// `sample` with every present dim at least `value`.
+fn every_dim_at_least(sample: &Sample, value: i64) -> Sample {
+    let mut raised = sample.clone();
+    for (_, dims, present) in &mut raised.inputs {
+        if *present {
+            dims.iter_mut().for_each(|d| *d = (*d).max(value));
+        }
+    }
+    raised
+}
+
+/// `sample` with every present dim `value`.
+fn every_dim_set(sample: &Sample, value: i64) -> Sample {
+    let mut set = sample.clone();
+    for (_, dims, present) in &mut set.inputs {
+        if *present {
+            dims.iter_mut().for_each(|d| *d = value);
+        }
+    }
+    set
 }
 
 /// The dims of a sample's present inputs, in all.
