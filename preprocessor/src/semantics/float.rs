@@ -53,6 +53,27 @@ pub fn largest(dtype: DType) -> f64 {
     }
 }
 
+/// `value` rounded to nearest, ties to even, in `dtype`'s binary format (IEEE 754 rules:
+/// gradual underflow, ±Inf from the tie above the largest finite value on), computed here
+/// and not by the provider's encoder, so that the oracle shares no rounding code with the
+/// kernels it judges. `None` for an integer dtype.
+pub fn round_to_format(value: f64, dtype: DType) -> Option<f64> {
+    let (exponent, mantissa) = float_bits(dtype)?;
+    if !value.is_finite() || value == 0.0 {
+        return Some(value);
+    }
+    let bias = (1 << (exponent - 1)) - 1;
+    // The binade of |value| (f64 subnormals lie far below every narrower format's range).
+    let binade = ((value.abs().to_bits() >> 52) as i32 - 1023).max(1 - bias);
+    let quantum = pow2(binade - mantissa);
+    let rounded = (value / quantum).round_ties_even() * quantum;
+    Some(if rounded.abs() > largest(dtype) {
+        f64::INFINITY.copysign(value)
+    } else {
+        rounded
+    })
+}
+
 /// `γ_K = (1 + u)^K − 1`: the largest relative growth of a term through K roundings of
 /// relative error at most `u` (the standard model's product `Π(1 + δ_i)`, each `|δ_i| ≤ u`).
 /// It is what Higham's `K·u / (1 − K·u)` bounds from above when `K·u < 1`, so it is never
@@ -127,6 +148,43 @@ pub fn hex_width(dtype: DType) -> usize {
 #[cfg(test)]
 mod facts_tests {
     use super::*;
+
+    /// The oracle's own rounding agrees with the `half` crate and the provider's encoder on
+    /// every value of the narrow formats, every midpoint between neighbours (ties to even)
+    /// and values just off them, subnormals and the overflow tie included.
+    #[test]
+    fn round_to_format_is_round_to_nearest_even() {
+        let f16 = |v: f64| half::f16::from_f64(v).to_f64();
+        let e5m2 = |v: f64| fkc_provider::F8E5M2::from_f64(v).to_f64();
+        let cases: [(DType, u32, &dyn Fn(f64) -> f64); 2] =
+            [(DType::F16, 16, &f16), (DType::F8E5M2, 8, &e5m2)];
+        for (dtype, bits, reference) in cases {
+            let (exponent, mantissa) = float_bits(dtype).unwrap();
+            let decode = |b| fkc_provider::f8::decode(b, exponent as u32, mantissa as u32);
+            let values: Vec<f64> = (0..1u64 << (bits - 1))
+                .map(decode)
+                .filter(|v| v.is_finite())
+                .collect();
+            for pair in values.windows(2) {
+                let (a, b) = (pair[0], pair[1]);
+                let mid = (a + b) / 2.0;
+                for v in [a, mid, mid - (b - a) / 8.0, mid + (b - a) / 8.0] {
+                    for v in [v, -v] {
+                        let ours = round_to_format(v, dtype).unwrap();
+                        assert_eq!(ours.to_bits(), reference(v).to_bits(), "{dtype:?} {v}");
+                    }
+                }
+            }
+            let top = largest(dtype);
+            let ulp = top - values[values.len() - 2];
+            for (v, want) in [(top + ulp / 4.0, top), (top + ulp / 2.0, f64::INFINITY)] {
+                assert_eq!(round_to_format(v, dtype), Some(want), "{dtype:?} {v}");
+            }
+        }
+        assert_eq!(round_to_format(1.0 + 0.125, DType::F8E5M2), Some(1.0));
+        assert_eq!(round_to_format(1.5 + 0.125, DType::F8E5M2), Some(1.5));
+        assert_eq!(round_to_format(1.0, DType::I32), None);
+    }
 
     #[test]
     fn the_facts_of_every_dtype() {

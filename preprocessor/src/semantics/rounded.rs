@@ -32,7 +32,7 @@ pub fn round_with(value: f64, dtype: DType, overflow: Overflow) -> f64 {
         DType::F32 => f64::from(value as f32),
         DType::BF16 => half::bf16::from_f64(value).to_f64(),
         DType::F16 => half::f16::from_f64(value).to_f64(),
-        DType::F8E5M2 => fkc_provider::F8E5M2::from_f64(value).to_f64(),
+        DType::F8E5M2 => super::float::round_to_format(value, dtype).unwrap_or(value),
         DType::I8 | DType::U8 | DType::I32 | DType::I64 | DType::Bool => {
             integer(value, dtype, overflow)
         }

@@ -23,6 +23,7 @@ mod coverage;
 mod domain;
 mod dtypes;
 mod edges;
+mod far;
 pub mod fill;
 pub mod geometry;
 mod invariant;

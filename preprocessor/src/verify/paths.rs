@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::Gate;
-use super::run::{Accepted, AtLevel, LevelResult, Runs};
+use super::run::{AT_LEVEL, Accepted, AtLevel, LevelResult, Runs};
 use super::sample::Sample;
 use super::shrink::sample_note;
 use crate::contract::raw::RawPath;
@@ -208,6 +208,29 @@ impl Gate<'_> {
         self.raw.caps.iter().flat_map(|c| &c.paths)
     }
 
+    /// The named paths of `dtype` with the levels they name that this machine runs but no
+    /// call of `dtype` took them at: `levels: [x86-v4, x86-v3]` says the path exists at both.
+    fn unreached_at_levels(&self, dtype: DType) -> Vec<(String, String)> {
+        let reached = self.reached.get(&dtype);
+        let here = |level: &str| {
+            self.levels.main.as_deref() == Some(level)
+                || self.levels.others.iter().any(|o| o == level)
+        };
+        self.paths()
+            .filter(|p| p.dtypes.is_empty() || p.dtypes.iter().any(|d| d.value == dtype))
+            .flat_map(|p| {
+                p.levels
+                    .iter()
+                    .map(move |l| (p.name.value.clone(), l.value.clone()))
+            })
+            .filter(|(_, level)| here(level))
+            .filter(|(path, level)| {
+                let taken = format!("{path}{AT_LEVEL}{level}");
+                !reached.is_some_and(|r| r.contains(&taken))
+            })
+            .collect()
+    }
+
     /// The named paths whose instruction-set levels this machine cannot run ("`p` (x86-v4)"),
     /// after reporting every level a path names that the provider does not list (FKC0416: such
     /// a path is reached nowhere).
@@ -261,6 +284,13 @@ impl Gate<'_> {
         for (dtype, path) in &missed {
             self.path_unreached(*dtype, path);
         }
+        for &dtype in ran {
+            for (path, level) in self.unreached_at_levels(dtype) {
+                if !missed.contains(&(dtype, path.clone())) {
+                    self.path_unreached_at(dtype, &path, &level);
+                }
+            }
+        }
         let reported: BTreeSet<&String> = self.reached.values().flatten().collect();
         if !named.is_empty() {
             let per_dtype: Vec<String> = ran
@@ -299,7 +329,7 @@ impl Gate<'_> {
         } else if !reported.is_empty() {
             let list: Vec<&str> = reported
                 .iter()
-                .filter(|p| !p.starts_with("level."))
+                .filter(|p| shown(p))
                 .map(|p| p.as_str())
                 .collect();
             self.evidence.rows.push((
@@ -373,12 +403,7 @@ impl Gate<'_> {
         let reported: Vec<String> = self
             .reached
             .get(&dtype)
-            .map(|r| {
-                r.iter()
-                    .filter(|p| !p.starts_with("level."))
-                    .cloned()
-                    .collect()
-            })
+            .map(|r| r.iter().filter(|p| shown(p)).cloned().collect())
             .unwrap_or_default();
         let diagnostic = self.error(
             Code::PathUnreached,
@@ -389,14 +414,56 @@ impl Gate<'_> {
         diagnostic.notes.push(format!(
             "the {} calls reported {}",
             dtype.name(),
-            if reported.is_empty() {
-                "no path".to_owned()
-            } else {
-                reported.join(", ")
-            }
+            listed(&reported)
         ));
         diagnostic.help.push("widen the contract's domain so that some admitted sample takes the path, restrict the path to the dtypes that take it (`dtypes:`), or remove it if the kernel no longer has it".to_owned());
     }
+
+    /// Reports that `path`, reached at some level, was never taken at `level`, which its
+    /// `levels` name.
+    fn path_unreached_at(&mut self, dtype: DType, path: &str, level: &str) {
+        let Some(named) = self.paths().find(|p| p.name.value == path) else {
+            return;
+        };
+        let span = (named.levels.iter())
+            .find(|l| l.value == level)
+            .map_or_else(|| named.name.span.clone(), |l| l.span.clone());
+        let suffix = format!("{AT_LEVEL}{level}");
+        let taken: Vec<String> = (self.reached.get(&dtype).into_iter().flatten())
+            .filter_map(|p| p.strip_suffix(&suffix).map(str::to_owned))
+            .collect();
+        let diagnostic = self.error(
+            Code::PathUnreached,
+            span,
+            format!(
+                "no {} sample took the code path `{path}` at {level}, though its `levels` name {level}",
+                dtype.name()
+            ),
+        );
+        diagnostic.label = Some("named here".to_owned());
+        let note = format!(
+            "the {} calls at {level} reported {}",
+            dtype.name(),
+            listed(&taken)
+        );
+        diagnostic.notes.push(note);
+        diagnostic.help.push(format!("remove {level} from the path's `levels` if the kernel does not take it there, or widen the contract's domain so that some admitted sample takes it at {level}"));
+    }
+}
+
+/// Paths as a note lists them ("no path" for none).
+fn listed(paths: &[String]) -> String {
+    if paths.is_empty() {
+        "no path".to_owned()
+    } else {
+        paths.join(", ")
+    }
+}
+
+/// Whether a reported path is shown as one: not a level marker (`level.x86-v4`), nor a path
+/// as taken at a level (`tile.tail@x86-v4`).
+fn shown(path: &str) -> bool {
+    !path.starts_with("level.") && !path.contains(AT_LEVEL)
 }
 
 /// The first element whose bits differ, with both patterns.

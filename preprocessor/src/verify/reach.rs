@@ -5,7 +5,8 @@
 //! widths (so its last vector has every residue), and each other dim raised past the register
 //! tiles ([`RAISED`]), the dims that constraints tie to it following. A raised sample is kept
 //! when it reaches a set of code paths no kept sample reached; while a path the contract
-//! names is still unreached, random growth goes on for at most [`TRIES`] candidates. One
+//! names is still unreached, parameters are set far out in pairs ([`super::far`]), then
+//! random growth goes on for at most [`TRIES`] candidates. One
 //! sample with every dim raised together ([`TOGETHER`]) follows, kept whatever its paths:
 //! its reductions are long where the drawn samples' may all be single terms; one with every
 //! input's last two dims past 32 (or 16) and a batch of two ([`WIDE_TRAILING`]); then the
@@ -59,15 +60,6 @@ const MIXED: usize = 4;
 const MIXED_ELEMENTS: i64 = 1 << 11;
 /// Random growth attempts while a named path is unreached.
 const TRIES: usize = 160;
-/// The values two parameter values take together in the far search, and the ratios of the
-/// second to the first: a padding and a stride (or a dilation) of one huge size keep the
-/// output a few elements wide, where a kernel that sizes a buffer from them gives up its fast
-/// path.
-const FAR: [i64; 2] = [1 << 12, 1 << 22];
-const FAR_RATIOS: [(i64, i64); 2] = [(1, 1), (1, 2)];
-/// The dims of the far search's second start from each base: a window of three taps, whose
-/// span a dilation as huge as the padding (twice over) leaves the output's size.
-const FAR_DIMS: i64 = 3;
 
 impl Gate<'_> {
     /// Grown admitted samples for `dtype` (see the module documentation), in the order found.
@@ -221,51 +213,6 @@ impl Gate<'_> {
         let mixed = self.with_drawn_params(&grown, admitted, dtype);
         grown.splice(0..0, mixed);
         grown
-    }
-
-    /// While a named path is unreached: each pair of parameter values of the first bases (and
-    /// of each with every dim [`FAR_DIMS`]) set far out together ([`FAR`], in the ratios [`FAR_RATIOS`]), with every optional input
-    /// present where that is still a sample (a path found only there is then run with them),
-    /// kept for a new set of paths. A fallback a kernel takes only past some buffer size (an
-    /// absurd padding) is reached on a sample of a few elements.
-    fn far_params(
-        &mut self,
-        kernel: &Kernel<'_>,
-        dtype: DType,
-        (bases, admitted): (&[Sample], &Admitted),
-        grown: &mut Admitted,
-        seen: &mut BTreeSet<Vec<String>>,
-    ) {
-        let optional: Vec<String> = (self.optional_inputs().into_iter())
-            .map(str::to_owned)
-            .collect();
-        let starts = (bases.iter().take(SWEEP_BASES))
-            .flat_map(|base| [base.clone(), every_dim_set(base, FAR_DIMS)]);
-        for base in &starts.collect::<Vec<_>>() {
-            let count = param_count(base);
-            for (a, b) in (0..count).flat_map(|a| (0..count).map(move |b| (a, b))) {
-                for (value, (num, den)) in FAR.iter().flat_map(|v| FAR_RATIOS.map(|r| (*v, r))) {
-                    if self.unreached(dtype).is_empty() {
-                        return;
-                    }
-                    if a == b {
-                        continue;
-                    }
-                    let far = with_param(&with_param(base, a, value), b, value * num / den);
-                    let mut candidate = self.domain.tied(&far, dtype);
-                    for name in &optional {
-                        let present = self.domain.with_present(&candidate, name, dtype);
-                        if matches!(
-                            self.domain.verdict(&present, dtype),
-                            Verdict::Admitted { .. }
-                        ) {
-                            candidate = present;
-                        }
-                    }
-                    self.keep_if_new(kernel, dtype, candidate, admitted, grown, seen);
-                }
-            }
-        }
     }
 
     /// The first grown samples with the parameters (and at least the dims) of drawn samples,
@@ -449,7 +396,7 @@ impl Gate<'_> {
     /// kept sample reached — past [`COMBINED_ELEMENTS`], only when one of its paths is new:
     /// a heavy sample whose paths lighter ones already took, each, adds a combination of them
     /// at the price of many light ones.
-    fn keep_if_new(
+    pub(super) fn keep_if_new(
         &mut self,
         kernel: &Kernel<'_>,
         dtype: DType,
@@ -542,17 +489,6 @@ fn every_dim_at_least(sample: &Sample, value: i64) -> Sample {
         }
     }
     raised
-}
-
-/// `sample` with every present dim `value`.
-fn every_dim_set(sample: &Sample, value: i64) -> Sample {
-    let mut set = sample.clone();
-    for (_, dims, present) in &mut set.inputs {
-        if *present {
-            dims.iter_mut().for_each(|d| *d = value);
-        }
-    }
-    set
 }
 
 /// The dims of a sample's present inputs, in all.

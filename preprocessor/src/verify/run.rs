@@ -247,6 +247,8 @@ pub fn call_filled(
     let Traced {
         outcome, mut paths, ..
     } = run(runs.level);
+    let main_paths = at_level(&paths, runs.level);
+    paths.extend(main_paths);
     let first = match outcome {
         CallOutcome::Outputs(outputs) => outputs,
         CallOutcome::Rejected(error) => return Outcome::Rejected(error),
@@ -265,6 +267,7 @@ pub fn call_filled(
     let mut at_levels = Vec::with_capacity(runs.others.len());
     for level in runs.others {
         let traced = run(Some(level));
+        paths.extend(at_level(&traced.paths, Some(level)));
         paths.extend(traced.paths);
         let result = match traced.outcome {
             CallOutcome::Outputs(outputs) if same_bits(&outputs, &bits) => LevelResult::Same,
@@ -295,6 +298,20 @@ pub fn call_filled(
         paths,
         at_levels,
     }))
+}
+
+/// The separator of a path's name and the level a call took it at (`tile.4ch.4v@x86-v4`).
+pub(super) const AT_LEVEL: char = '@';
+
+/// `paths` as taken at `level` (`path@level`; none when the provider chose the level).
+fn at_level(paths: &[String], level: Option<&str>) -> Vec<String> {
+    let Some(level) = level else {
+        return Vec::new();
+    };
+    (paths.iter())
+        .filter(|p| !p.starts_with("level."))
+        .map(|p| format!("{p}{AT_LEVEL}{level}"))
+        .collect()
 }
 
 /// The bit patterns of the NaNs among `operands`, in their dtype.
