@@ -1,7 +1,8 @@
 //! The order reference's arithmetic: every operation in the dtype it names, in exactly the
 //! written order, as the kernels' generic `T` arithmetic does — `f32` and `f64` natively, `bf16`
 //! and `f16` by computing in `f32` and rounding (as the `half` crate's operators do), `F8E5M2`
-//! by computing exactly and rounding once, the integer dtypes exactly with the contract's
+//! by computing exactly and rounding once (with [`super::float::round_to_format`], not the
+//! provider's encoder the kernels use), the integer dtypes exactly with the contract's
 //! overflow policy (wrap or saturate; a float converted to an integer rounds to nearest, ties
 //! to even, NaN giving 0). Scalar functions are Rust's `f32`/`f64` ones. A `max`/`min` keeps
 //! its first operand on a tie and follows the contract's NaN policy.
