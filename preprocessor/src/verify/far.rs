@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 
-use super::constraints::Verdict;
 use super::reach::{SWEEP_BASES, param_count, with_param};
 use super::sample::Sample;
 use super::{Admitted, Gate};
@@ -24,9 +23,9 @@ const FAR_DIMS: i64 = 3;
 
 impl Gate<'_> {
     /// While a named path is unreached: each pair of parameter values of the first bases (and
-    /// of each with every dim [`FAR_DIMS`]) set far out together ([`FAR`], in the ratios [`FAR_RATIOS`]), with every optional input
-    /// present where that is still a sample (a path found only there is then run with them),
-    /// kept for a new set of paths. A fallback a kernel takes only past some buffer size (an
+    /// of each with every dim [`FAR_DIMS`]) set far out together ([`FAR`], in the ratios
+    /// [`FAR_RATIOS`]), with every optional input present where that is still a sample (a path
+    /// found only there is then run with them), kept for a new set of paths. A fallback a kernel takes only past some buffer size (an
     /// absurd padding) is reached on a sample of a few elements.
     pub(super) fn far_params(
         &mut self,
@@ -36,9 +35,6 @@ impl Gate<'_> {
         grown: &mut Admitted,
         seen: &mut BTreeSet<Vec<String>>,
     ) {
-        let optional: Vec<String> = (self.optional_inputs().into_iter())
-            .map(str::to_owned)
-            .collect();
         let starts = (bases.iter().take(SWEEP_BASES))
             .flat_map(|base| [base.clone(), every_dim_set(base, FAR_DIMS)]);
         for base in &starts.collect::<Vec<_>>() {
@@ -52,16 +48,8 @@ impl Gate<'_> {
                         continue;
                     }
                     let far = with_param(&with_param(base, a, value), b, value * num / den);
-                    let mut candidate = self.domain.tied(&far, dtype);
-                    for name in &optional {
-                        let present = self.domain.with_present(&candidate, name, dtype);
-                        if matches!(
-                            self.domain.verdict(&present, dtype),
-                            Verdict::Admitted { .. }
-                        ) {
-                            candidate = present;
-                        }
-                    }
+                    let (candidate, _) =
+                        self.optionals_present(self.domain.tied(&far, dtype), dtype);
                     self.keep_if_new(kernel, dtype, candidate, admitted, grown, seen);
                 }
             }

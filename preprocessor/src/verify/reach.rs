@@ -284,15 +284,28 @@ impl Gate<'_> {
     /// Every other grown sample with its optional inputs present (where that is still a
     /// sample): the wide code paths run with them too (a bias added in a register tile).
     fn optional_inputs_present(&self, grown: &mut Admitted, dtype: DType) {
-        let optional = self.optional_inputs();
         for (sample, outputs) in grown.iter_mut().skip(1).step_by(2) {
-            for name in &optional {
-                let candidate = self.domain.with_present(sample, name, dtype);
-                if let Verdict::Admitted { outputs: now } = self.domain.verdict(&candidate, dtype) {
-                    (*sample, *outputs) = (candidate, now);
-                }
+            if let (present, Some(now)) = self.optionals_present(sample.clone(), dtype) {
+                (*sample, *outputs) = (present, now);
             }
         }
+    }
+
+    /// `sample` with each optional input made present in turn where that is still a sample,
+    /// with the outputs of the last such step (`None`: no step was).
+    pub(super) fn optionals_present(
+        &self,
+        mut sample: Sample,
+        dtype: DType,
+    ) -> (Sample, Option<Vec<Vec<i64>>>) {
+        let mut outputs = None;
+        for name in self.optional_inputs() {
+            let candidate = self.domain.with_present(&sample, name, dtype);
+            if let Verdict::Admitted { outputs: now } = self.domain.verdict(&candidate, dtype) {
+                (sample, outputs) = (candidate, Some(now));
+            }
+        }
+        (sample, outputs)
     }
 
     /// `sample` with every parameter value 1 — or, where that is not a sample, with one
