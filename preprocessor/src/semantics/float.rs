@@ -147,7 +147,11 @@ pub fn hex_width(dtype: DType) -> usize {
 
 #[cfg(test)]
 mod facts_tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A narrow format, its width in bits and a trusted rounding to compare ours with.
+    type ReferenceRounding<'a> = (DType, u32, &'a dyn Fn(f64) -> f64);
 
     /// The oracle's own rounding agrees with the `half` crate and the provider's encoder on
     /// every value of the narrow formats, every midpoint between neighbours (ties to even)
@@ -156,7 +160,7 @@ mod facts_tests {
     fn round_to_format_is_round_to_nearest_even() {
         let f16 = |v: f64| half::f16::from_f64(v).to_f64();
         let e5m2 = |v: f64| fkc_provider::F8E5M2::from_f64(v).to_f64();
-        let cases: [(DType, u32, &dyn Fn(f64) -> f64); 2] =
+        let cases: [ReferenceRounding; 2] =
             [(DType::F16, 16, &f16), (DType::F8E5M2, 8, &e5m2)];
         for (dtype, bits, reference) in cases {
             let (exponent, mantissa) = float_bits(dtype).unwrap();
