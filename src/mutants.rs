@@ -92,6 +92,9 @@ pub enum Mutant {
     /// Every common kernel: a stride-0 broadcast view is packed by repeating its stored
     /// values (right only when the broadcast axis is the outermost long one).
     PackBroadcastRepeats,
+    /// Every common kernel: a contiguous view handed over as its whole storage (wrong when the
+    /// view is a prefix of a longer storage, as a leading slice is).
+    PackBorrowsPrefixView,
     /// Every common kernel: a float operand of another float dtype is converted (NumPy-style
     /// promotion) instead of refused.
     FloatOperandsConverted,
@@ -134,6 +137,12 @@ pub enum Mutant {
     /// The vectorised F16 rounding: a value exactly halfway between the largest finite and
     /// 65536 (65520) is kept in the f32 lane instead of becoming ±Inf.
     F16OverflowTieKept,
+    /// The vectorised F16 rounding: every value past the largest finite (65504) becomes ±Inf,
+    /// though those short of the tie (65520) round to the largest.
+    F16OverflowPastLargest,
+    /// E5M2 `add`: every sum past the largest finite value (57344) becomes ±Inf, though those
+    /// short of the tie (61440) round to the largest.
+    E5m2OverflowPastLargest,
     /// `add` and `mul`: operands of as many elements are zipped element by element into `a`'s
     /// shape (the element counts compared where the shapes should be: `[1, n]` and `[n, 1]`).
     SameCountZips,

@@ -91,13 +91,33 @@ class View:
         return count
 
     def is_contiguous(self):
+        """Packed row-major strides from offset 0; the storage may hold more after the view."""
         expected, stride = [], 1
         for dim in reversed(self.shape):
             expected.insert(0, stride)
             stride *= dim
         return self.offset == 0 and all(
-            d == 1 or s == e for d, s, e in zip(self.shape, self.strides, expected)) \
-            and len(self.storage.patterns) == self.elements()
+            d == 1 or s == e for d, s, e in zip(self.shape, self.strides, expected))
+
+    def packed(self):
+        """The view's elements as a tensor of its shape, in row-major order. A contiguous view
+        may be a prefix of a longer storage, so read this, never the whole storage."""
+        patterns = []
+        if self.elements():
+            index = [0] * len(self.shape)
+            while True:
+                at = self.offset + sum(i * s for i, s in zip(index, self.strides))
+                patterns.append(self.storage.patterns[at])
+                axis = len(self.shape) - 1
+                while axis >= 0:
+                    index[axis] += 1
+                    if index[axis] < self.shape[axis]:
+                        break
+                    index[axis] = 0
+                    axis -= 1
+                if axis < 0:
+                    break
+        return Tensor(self.dtype, self.shape, patterns)
 
 
 class EntryPoint:

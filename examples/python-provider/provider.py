@@ -33,7 +33,7 @@ def only(operands, dtype, rank, op):
         raise Rejected("Rank", f"{op}: x must have rank {rank}, not {len(x.shape)}")
     if not x.is_contiguous():
         raise Rejected("Layout", f"{op}: x must be contiguous")
-    return x.storage
+    return x.packed()
 
 
 def no_params(params, op):
@@ -115,7 +115,7 @@ def matrices(operands, dtype, names, op):
             raise Rejected("Rank", f"{op}: {name} must have rank 2, not {len(x.shape)}")
         if not x.is_contiguous():
             raise Rejected("Layout", f"{op}: {name} must be contiguous")
-    return [x.storage for x in operands]
+    return [x.packed() for x in operands]
 
 
 def add(dtype):

@@ -269,6 +269,23 @@ pub fn offset_view_of(t: &AnyTensor) -> Operand {
         .unwrap_or_else(|| Operand::contiguous(t.clone()))
 }
 
+/// A packed view from offset 0 with the same logical values as `t` whose storage holds three
+/// NaN junk elements after them, as a leading slice `x[..n]` of a longer tensor does. It is
+/// contiguous (no flag set): a kernel must read the view's elements, never the whole storage.
+/// `None` when `t` is empty (nothing to tell its storage apart from).
+pub fn prefix_view_of(t: &AnyTensor) -> Option<Operand> {
+    const TAIL: usize = 3;
+    if t.is_empty() {
+        return None;
+    }
+    let mut values = t.to_f64_vec();
+    values.extend([JUNK; TAIL]);
+    let storage = AnyTensor::from_f64(t.dtype(), &[values.len()], &values).ok()?;
+    let shape = t.shape().to_vec();
+    let strides = row_major_strides(&shape);
+    Operand::view(Arc::new(storage), shape, strides, 0).ok()
+}
+
 /// A view with the same logical values as `t` whose storage holds the data reversed along the
 /// last axis of size > 1; that axis gets a negative stride and the view starts at its far end
 /// (`reverse_strides` and `start_offset` flags). `None` when every axis has size ≤ 1.
@@ -404,6 +421,16 @@ mod tests {
         let mut out = Vec::new();
         op.for_each_storage_index(|i| out.push(storage[i]));
         out
+    }
+
+    #[test]
+    fn a_prefix_view_is_contiguous_over_a_longer_storage() {
+        let t = arange(&[2, 3]);
+        let view = prefix_view_of(&t).unwrap();
+        assert!(view.is_contiguous());
+        assert_eq!(view.storage().len(), 9);
+        assert_eq!(view.packed().unwrap().to_bits(), t.to_bits());
+        assert!(prefix_view_of(&arange(&[2, 0])).is_none());
     }
 
     #[test]

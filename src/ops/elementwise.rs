@@ -142,6 +142,9 @@ pub fn add_e5m2(
         if clamps && s.abs() < 65536.0 {
             return F8E5M2::from_f64(s.clamp(-57344.0, 57344.0));
         }
+        if s.abs() > 57344.0 && active(Mutant::E5m2OverflowPastLargest) {
+            return F8E5M2::from_f64(s.signum() * f64::INFINITY);
+        }
         F8E5M2::from_f64(s)
     })
 }

@@ -430,12 +430,13 @@ impl Rounding for RoundF16 {
             tiny
         };
         let r = s.select_u32s(is_tiny, tiny, normal);
-        let threshold = s.splat_u32s(0x477f_f000);
-        let huge = if crate::mutants::active(crate::mutants::Mutant::F16OverflowTieKept) {
-            s.greater_than_u32s(mag, threshold)
-        } else {
-            s.greater_than_or_equal_u32s(mag, threshold)
+        // ±Inf from the tie above the largest finite value (65520) on, or where a bug is planted
+        let last_finite = match crate::mutants::current() {
+            Some(crate::mutants::Mutant::F16OverflowTieKept) => 0x477f_f000,
+            Some(crate::mutants::Mutant::F16OverflowPastLargest) => 0x477f_e000,
+            _ => 0x477f_efff,
         };
+        let huge = s.greater_than_u32s(mag, s.splat_u32s(last_finite));
         let r = s.select_u32s(huge, s.splat_u32s(0x7f80_0000), r);
         let r = s.or_u32s(r, sign);
         let nan = s.greater_than_u32s(mag, s.splat_u32s(0x7f80_0000));

@@ -154,7 +154,7 @@ fn relu(operands: &[Option<Operand>], params: &ParamValues) -> Result<Vec<AnyTen
         ));
     }
     let values: Vec<f64> = x
-        .storage()
+        .packed()?
         .to_f64_vec()
         .into_iter()
         .map(|v| if v < 0.0 { 0.0 } else { v })
@@ -276,7 +276,7 @@ fn conv2d_im2col(
         return Err(Rejection::new(KernelErrorKind::MissingOperand, "x, weight"));
     };
     let g = Geometry::new(x.shape(), w.shape(), params)?;
-    let (xs, ws) = (x.storage().to_f64_vec(), w.storage().to_f64_vec());
+    let (xs, ws) = (x.packed()?.to_f64_vec(), w.packed()?.to_f64_vec());
     let taps = g.in_channels * g.kernel_height * g.kernel_width;
     let pixels = g.out_height * g.out_width;
     let mut out = vec![0.0f64; g.batch * g.out_channels * pixels];
@@ -362,8 +362,8 @@ fn matmul(operands: &[Option<Operand>], params: &ParamValues) -> Result<Vec<AnyT
     }
     let narrow = |values: Vec<f64>| -> Vec<f32> { values.into_iter().map(|v| v as f32).collect() };
     let (av, bv) = (
-        narrow(a.storage().to_f64_vec()),
-        narrow(b.storage().to_f64_vec()),
+        narrow(a.packed()?.to_f64_vec()),
+        narrow(b.packed()?.to_f64_vec()),
     );
     let mut out = Vec::with_capacity(m.saturating_mul(n));
     for row in av.chunks(k.max(1)).take(m) {

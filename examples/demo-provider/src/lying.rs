@@ -71,7 +71,7 @@ fn elementwise(
     let [x] = crate::contiguous_operands("liar", operands, 1)?[..] else {
         return Err(Rejection::new(KernelErrorKind::MissingOperand, "liar: x"));
     };
-    let values: Vec<f64> = x.storage().to_f64_vec().into_iter().map(f).collect();
+    let values: Vec<f64> = x.packed()?.to_f64_vec().into_iter().map(f).collect();
     Ok(vec![AnyTensor::from_f64(x.dtype(), x.shape(), &values)?])
 }
 

@@ -88,7 +88,7 @@ impl Designed {
                 "operands: near the smallest normal value, so products and sums are subnormal"
             }
             Designed::Overflow => {
-                "operands: about half the largest finite value or its square root, so sums or products cross the overflow threshold"
+                "operands: about half the largest finite value or its square root, so sums or products cross the overflow threshold, or (16 bits or fewer) the largest with 1 and a quarter of its ulp, so sums land just past it"
             }
             Designed::Magnitudes => {
                 "operands: magnitudes from 1/16 to 256, either sign, or a ramp from -16 to 16, so a function meets every range of its argument"
@@ -98,6 +98,13 @@ impl Designed {
 
     /// The evidence row for `checked` samples of `dtype`.
     fn row(self, dtype: DType, checked: usize) -> (String, String) {
+        // `Fill::NearOverflow` straddles the largest value in formats of 16 bits or fewer
+        let straddle = match dtype.size_bytes() <= 2 {
+            true => {
+                ", or of the largest with 1 and a quarter of its ulp (sums just past it, short of the tie)"
+            }
+            false => "",
+        };
         match self {
             Designed::IllConditioned => (
                 format!("{dtype} precision, ill-conditioned"),
@@ -126,7 +133,7 @@ impl Designed {
             Designed::Overflow => (
                 format!("{dtype} near overflow"),
                 format!(
-                    "{checked} samples on operands of about half the largest finite value or its square root (sums, or sums of products, across the overflow threshold): every value as the semantics give it, ±Inf included"
+                    "{checked} samples on operands of about half the largest finite value or its square root (sums, or sums of products, across the overflow threshold){straddle}: every value as the semantics give it, ±Inf included"
                 ),
             ),
         }
@@ -182,7 +189,11 @@ impl Gate<'_> {
         let mut checked = 0;
         let mut ordered: Vec<&Sample> = varied(samples).collect();
         let gate_seed = self.seed;
-        let seed_of = |index: usize| gate_seed ^ ((index as u64) << 24);
+        let seed_of = |index: usize| match designed {
+            // the run index alone in bits 24 and 25: the first four runs take one kind each
+            Designed::Overflow => (gate_seed & !(0b11 << 24)) ^ ((index as u64) << 24),
+            _ => gate_seed ^ ((index as u64) << 24),
+        };
         let first_ramp = (0..designed.samples()).find(|&i| ramps(seed_of(i)));
         if let (Designed::Magnitudes, Some(index)) = (designed, first_ramp) {
             largest_at(&mut ordered, index);

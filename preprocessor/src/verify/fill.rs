@@ -29,12 +29,10 @@ pub enum Fill {
     /// four below the smallest normal itself), so that products, sums and some operands are
     /// subnormal: a kernel that flushes subnormals to zero is told apart.
     NearUnderflow(u64),
-    /// Seeded values of about half the dtype's largest finite value (one in four near the
-    /// largest itself), either sign, so that sums of two land around the overflow threshold:
-    /// a kernel that clamps, or rounds the last binade wrongly, is told apart. Half the runs
-    /// (by the run index in bits 26 and up) take values about the square root of the largest
-    /// instead ([`overflow_root`]), so that products land there and sums of products meet the
-    /// threshold exactly.
+    /// Values near the dtype's largest finite value, so that sums and products land around the
+    /// overflow threshold, in four kinds of run by the run index in bits 24 and 25
+    /// ([`OverflowRun`]): a kernel that clamps, rounds the last binade wrongly or sends values
+    /// short of the tie to ±Inf is told apart.
     NearOverflow(u64),
     /// Seeded `±(1 + f)·2^k` with `k` from −4 to 7 (magnitudes from 1/16 to 256, either
     /// sign): every range an elementwise function's argument may be cut at (a GELU or tanh
@@ -78,10 +76,8 @@ impl Fill {
             Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(rng, dtype)).collect(),
             Fill::NearUnderflow(_) => (0..count).map(|_| near_underflow(rng, dtype)).collect(),
             Fill::NearOverflow(seed) => {
-                let roots = (seed >> 26) & 1 == 1;
-                (0..count)
-                    .map(|_| near_overflow(rng, dtype, roots))
-                    .collect()
+                let run = OverflowRun::of(seed, dtype);
+                (0..count).map(|_| run.value(rng, dtype)).collect()
             }
             // Runs 2, 3, 6, 7, … (the run index in bits 24 and up) a ramp: the attacks take a
             // grown sample and a drawn one in turn, so grown ones get both kinds.
@@ -232,16 +228,48 @@ fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
     signed_power(rng, low, high)
 }
 
-/// One value for [`Fill::NearOverflow`]: `±m·largest` with `m` in [0.45, 0.6) (a sum of two
-/// between 0.9 and 1.2 of the largest, across the overflow threshold), one in four in
-/// [0.9, 1.0); with `roots`, an [`overflow_root`]. An integer dtype gets [`integer_value`]s.
-fn near_overflow(rng: &mut Rng, dtype: DType, roots: bool) -> f64 {
-    if !dtype.is_float() {
-        return integer_value(rng, dtype);
+/// The kind of a [`Fill::NearOverflow`] run, by the run index in bits 24 and 25 of its seed
+/// (the overflow attack puts it there, not mixed with the gate's seed, so that its first four
+/// runs are one of each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OverflowRun {
+    /// About half the largest value, one in four near the largest itself ([`near_overflow`]).
+    Halves,
+    /// About its square root ([`overflow_root`]): products there, sums of two on the tie.
+    Roots,
+    /// The largest value, 1 and a quarter of its ulp, sparse or dense ([`overflow_straddle`]):
+    /// sums past the largest, short of the tie. Formats of 16 bits or fewer only; wider ones
+    /// take halves and roots in these runs.
+    Straddle { dense: bool },
+}
+
+impl OverflowRun {
+    fn of(seed: u64, dtype: DType) -> OverflowRun {
+        let narrow = dtype.size_bytes() <= 2;
+        match ((seed >> 24) & 3, narrow) {
+            (0, _) | (3, false) => OverflowRun::Halves,
+            (1, _) | (2, false) => OverflowRun::Roots,
+            (run, _) => OverflowRun::Straddle { dense: run == 3 },
+        }
     }
-    if roots {
-        return overflow_root(rng, dtype);
+
+    /// One value of this run (an integer dtype: [`integer_value`]s).
+    fn value(self, rng: &mut Rng, dtype: DType) -> f64 {
+        if !dtype.is_float() {
+            return integer_value(rng, dtype);
+        }
+        match self {
+            OverflowRun::Halves => near_overflow(rng, dtype),
+            OverflowRun::Roots => overflow_root(rng, dtype),
+            OverflowRun::Straddle { dense } => overflow_straddle(rng, dtype, dense),
+        }
     }
+}
+
+/// One value for a halves run of [`Fill::NearOverflow`]: `±m·largest` with `m` in [0.45, 0.6)
+/// (a sum of two between 0.9 and 1.2 of the largest, across the overflow threshold), one in
+/// four in [0.9, 1.0).
+fn near_overflow(rng: &mut Rng, dtype: DType) -> f64 {
     let fraction = fraction(rng);
     let m = match rng.range(0, 3) {
         0 => 0.9 + 0.1 * fraction,
@@ -272,6 +300,32 @@ fn overflow_root(rng: &mut Rng, dtype: DType) -> f64 {
     };
     let sign = random_sign(rng);
     sign * m * crate::semantics::float::pow2(k)
+}
+
+/// One value for the straddling runs of [`Fill::NearOverflow`]: `1`, the largest finite value
+/// or a quarter of its ulp, all positive, and in `sparse` runs three in five `0`. A sum — or a
+/// sum of products — of one largest value and a few small ones lies past the largest finite
+/// value but short of the tie with the next power of two, where it must round to the largest,
+/// not to +Inf: dense runs land an elementwise sum there, sparse ones a sum of a few to a few
+/// tens of products. With no sign to cancel, each such sum is the same in `f32` whatever its
+/// order.
+fn overflow_straddle(rng: &mut Rng, dtype: DType, dense: bool) -> f64 {
+    let fkc_provider::dtype::Format::Float { mantissa, .. } = dtype.format() else {
+        return 0.0;
+    };
+    let largest = crate::semantics::float::largest(dtype);
+    // the largest value is (2 − 2^−m)·2^e: its ulp is 2^(e−m), a quarter of it 2^(e−m−2)
+    let quarter_ulp = largest / (2.0 - crate::semantics::float::pow2(-(mantissa as i32)))
+        * crate::semantics::float::pow2(-(mantissa as i32) - 2);
+    // of twenty: dense, eight 1, eight the largest, four a quarter ulp; sparse, five 1, two
+    // the largest, one a quarter ulp, twelve 0
+    let (ones, largests, quarters) = if dense { (8, 8, 4) } else { (5, 2, 1) };
+    match rng.range(0, 19) {
+        n if n < ones => 1.0,
+        n if n < ones + largests => largest,
+        n if n < ones + largests + quarters => quarter_ulp,
+        _ => 0.0,
+    }
 }
 
 /// One value for [`Fill::Magnitudes`].

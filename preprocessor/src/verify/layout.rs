@@ -1,6 +1,7 @@
-//! Layout claims, tested with real views at the executor boundary: for each input, a strided
-//! view, a view with a start offset, a reversed view and a stride-0 broadcast view of the same
-//! logical values are passed to the kernel. A layout the contract rejects must be refused; one
+//! Layout claims, tested with real views at the executor boundary: for each input, a
+//! contiguous view over a longer storage, a strided view, a view with a start offset, a
+//! reversed view and a stride-0 broadcast view of the same logical values are passed to the
+//! kernel. A layout the contract rejects must be refused; one
 //! it accepts must give the contiguous result bit for bit. With
 //! `awkward_layout_strategy: requires_contiguous`, the planner's `Contiguize` kernel turns each
 //! view into a contiguous tensor, and the kernel's result must then be bitwise the contiguous one.
@@ -11,13 +12,20 @@ use super::shrink::{Check, Keep, Replay, sample_note};
 use crate::contract::raw::{LayoutRequirement, RawContract, RawInput};
 use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::view::{
-    broadcast_view_of, offset_view_of, pitch_view_along, reversed_view_along, row_pitch_view_of,
-    strided_view_of,
+    broadcast_view_of, offset_view_of, pitch_view_along, prefix_view_of, reversed_view_along,
+    row_pitch_view_of, strided_view_of,
 };
 use fkc_provider::{AnyTensor, DType, Operand, ParamValues};
 
 use super::Gate;
 use crate::diag::Code;
+
+/// The help on a layout claim that does not hold.
+const DECLARE_HELP: &str =
+    "state the layouts the kernel really takes (`required`, `accepted` or `rejected`)";
+/// The help when a contiguous view that is a prefix of its storage goes wrong.
+const PREFIX_HELP: &str = "a contiguous view may be a prefix of a longer storage: read the \
+    view's elements (`Operand::packed`), not the whole storage";
 
 /// One layout flag of one input that does not hold.
 #[derive(Debug, Clone)]
@@ -35,7 +43,8 @@ pub struct LayoutReport {
     pub failure: Option<LayoutFailure>,
 }
 
-const FLAGS: [&str; 4] = [
+const FLAGS: [&str; 5] = [
+    "contiguous",
     "strided",
     "start_offset",
     "reverse_strides",
@@ -74,7 +83,7 @@ pub fn check(
                 let claim = Claim {
                     flag,
                     input: &desc.name,
-                    requirement: raw_requirement(input, flag),
+                    requirement: requirement(input, flag),
                     contiguizes,
                 };
                 let outcome = one_view(
@@ -231,17 +240,25 @@ fn contiguize(
     }
 }
 
-fn raw_requirement(input: &RawInput, flag: &str) -> Option<LayoutRequirement> {
-    let layout = input.layout.as_ref()?;
-    layout
-        .flags()
-        .into_iter()
-        .find(|(name, _)| *name == flag)
-        .and_then(|(_, r)| r.map(|r| r.value))
+/// What `input` declares for `flag`; a contiguous view (packed from offset 0, whatever lies
+/// after it in the storage) is accepted unless the contract says otherwise.
+fn requirement(input: &RawInput, flag: &str) -> Option<LayoutRequirement> {
+    let declared = input.layout.as_ref().and_then(|layout| {
+        layout
+            .flags()
+            .into_iter()
+            .find(|(name, _)| *name == flag)
+            .and_then(|(_, r)| r.map(|r| r.value))
+    });
+    match flag {
+        "contiguous" => declared.or(Some(LayoutRequirement::Accepted)),
+        _ => declared,
+    }
 }
 
 /// The views with `flag` of `operand`'s values, each named, with the contiguous tensor of the
-/// same logical values: strides doubled and rows a pitch apart (a slice of a wider tensor);
+/// same logical values: a packed prefix of a longer storage (contiguous, yet not the whole
+/// storage); strides doubled and rows a pitch apart (a slice of a wider tensor);
 /// an offset start; the first and the last axis of size > 1 reversed; and, for broadcast, the
 /// operand made constant along its first and along its last axis of size > 1, read through
 /// stride 0. A kernel that handles only the outermost broadcast or reversal, or a unit
@@ -258,6 +275,13 @@ fn views_for(flag: &str, operand: &Operand) -> Vec<(String, AnyTensor, Operand)>
     let named =
         |name: String, view: Option<Operand>, t: &AnyTensor| view.map(|v| (name, t.clone(), v));
     match flag {
+        "contiguous" => named(
+            "a prefix of a longer storage".to_owned(),
+            prefix_view_of(&tensor),
+            &tensor,
+        )
+        .into_iter()
+        .collect(),
         "strided" => [
             named(
                 "strides doubled".to_owned(),
@@ -408,10 +432,11 @@ impl Gate<'_> {
             .unwrap_or_else(|| self.raw.kernel.span.clone());
         let diagnostic = self.error(Code::LayoutClaim, span, failure.message);
         diagnostic.notes.push(sample_note(dtype.name(), sample));
-        diagnostic.help.push(
-            "state the layouts the kernel really takes (`required`, `accepted` or `rejected`)"
-                .to_owned(),
-        );
+        let help = match failure.flag {
+            "contiguous" => PREFIX_HELP,
+            _ => DECLARE_HELP,
+        };
+        diagnostic.help.push(help.to_owned());
         None
     }
 }

@@ -303,6 +303,14 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
         "conv2d",
         |k, o, v| planted(Mutant::FallbackDropsBias, k, o, v),
     ),
+    // found by a sixth red-team round (2026-12-05), missed by the gate then (caught since the
+    // near-overflow runs straddle the largest value: sums of it and 1 or a quarter of its ulp)
+    (
+        "F16 sums past the largest finite, short of the tie, sent to ±Inf",
+        "conv2d_simple",
+        "conv2d_simple",
+        |k, o, v| planted(Mutant::F16OverflowPastLargest, k, o, v),
+    ),
 ];
 
 /// The reference entry point run with `mutant` planted in the backend.
@@ -406,7 +414,7 @@ macro_rules! mutant_entry_points {
 }
 
 mutant_entry_points!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22
 );
 
 #[test]

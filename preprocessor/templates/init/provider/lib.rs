@@ -73,6 +73,6 @@ fn square(operands: &[Option<Operand>], params: &ParamValues) -> Result<Vec<AnyT
     }
     // The product of two f32 values is exact in f64, so rounding it to f32 once gives the f32
     // product, as the contract's `max_ulp: 0` promises.
-    let values: Vec<f64> = x.storage().to_f64_vec().iter().map(|v| v * v).collect();
+    let values: Vec<f64> = x.packed()?.to_f64_vec().iter().map(|v| v * v).collect();
     Ok(vec![AnyTensor::from_f64(x.dtype(), x.shape(), &values)?])
 }

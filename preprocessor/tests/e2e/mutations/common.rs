@@ -63,6 +63,12 @@ const MUTANTS: &[(&str, Mutant)] = &[
     // found by a fifth red-team round (2026-12-05), missed by the gate then (caught on two
     // inputs crossed: `[1, n]` and `[n, 1]`)
     ("add", Mutant::SameCountZips),
+    // found by a sixth red-team round (2026-12-05), missed by the gate then (caught since a
+    // contiguous view that is a prefix of a longer storage is among the layout views)
+    ("gelu", Mutant::PackBorrowsPrefixView),
+    // found by the sixth round too, missed then (caught since the near-overflow runs straddle
+    // the largest value)
+    ("add", Mutant::E5m2OverflowPastLargest),
 ];
 
 /// `MUTANTS[M]`'s kernel in the `D`-th dtype of [`DType::ALL`] with its bug planted (a dtype
@@ -116,7 +122,7 @@ macro_rules! common_mutant_registry {
 
 common_mutant_registry!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31, 32, 33
+    26, 27, 28, 29, 30, 31, 32, 33, 34, 35
 );
 
 /// The dtype suffix of the entry point a contract names.
