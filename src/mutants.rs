@@ -134,6 +134,9 @@ pub enum Mutant {
     /// Convolution: the plain loops (taken where the padded buffer would be absurdly large)
     /// store their sums without the bias.
     FallbackDropsBias,
+    /// Convolution: the plain loops find each kernel column's valid output columns with the
+    /// row stride.
+    FallbackColumnsByRowStride,
     /// The vectorised F16 rounding: a value exactly halfway between the largest finite and
     /// 65536 (65520) is kept in the f32 lane instead of becoming ±Inf.
     F16OverflowTieKept,

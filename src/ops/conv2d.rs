@@ -395,10 +395,15 @@ fn accumulate_channel<T: Element>(
                 p.padding.0,
             );
             for kw in 0..g.kernel_width {
+                let row_stride_bug = crate::mutants::Mutant::FallbackColumnsByRowStride;
+                let column_stride = match crate::mutants::active(row_stride_bug) {
+                    true => p.stride.0,
+                    false => p.stride.1,
+                };
                 let cols = valid_range(
                     g.out_width,
                     g.width,
-                    p.stride.1,
+                    column_stride,
                     kw * p.dilation.1,
                     p.padding.1,
                 );

@@ -3,9 +3,9 @@
 //! huge size keep the output a few elements wide, where a kernel that sizes a buffer from them
 //! gives up its fast path: the fallback is then reached on a sample of a few elements.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::reach::{SWEEP_BASES, param_count, with_param};
+use super::reach::{SWEEP_BASES, new_path_set, param_count, with_param};
 use super::sample::Sample;
 use super::{Admitted, Gate};
 use crate::providers::Kernel;
@@ -21,12 +21,19 @@ const FAR_RATIOS: [(i64, i64); 2] = [(1, 1), (1, 2)];
 /// span a dilation as huge as the padding (twice over) leaves the output's size.
 const FAR_DIMS: i64 = 3;
 
+/// Far samples kept per path the far search was needed for, each from another pair of
+/// parameters: the first to reach a fallback sets one axis far and may leave the other one
+/// element wide, where a step taken along the wrong axis never shows.
+const FAR_WITNESSES: usize = 2;
+
 impl Gate<'_> {
     /// While a named path is unreached: each pair of parameter values of the first bases (and
     /// of each with every dim [`FAR_DIMS`]) set far out together ([`FAR`], in the ratios
     /// [`FAR_RATIOS`]), with every optional input present where that is still a sample (a path
-    /// found only there is then run with them), kept for a new set of paths. A fallback a kernel takes only past some buffer size (an
-    /// absurd padding) is reached on a sample of a few elements.
+    /// found only there is then run with them), kept for a new set of paths. A fallback a
+    /// kernel takes only past some buffer size (an absurd padding) is reached on a sample of a
+    /// few elements; the rest of the pairs of the base that reached it are tried for a second
+    /// witness of each such path ([`FAR_WITNESSES`]).
     pub(super) fn far_params(
         &mut self,
         kernel: &Kernel<'_>,
@@ -35,13 +42,18 @@ impl Gate<'_> {
         grown: &mut Admitted,
         seen: &mut BTreeSet<Vec<String>>,
     ) {
+        let needed = self.unreached(dtype);
+        let mut witnesses = Witnesses::default();
         let starts = (bases.iter().take(SWEEP_BASES))
             .flat_map(|base| [base.clone(), every_dim_set(base, FAR_DIMS)]);
         for base in &starts.collect::<Vec<_>>() {
+            if self.unreached(dtype).is_empty() {
+                return;
+            }
             let count = param_count(base);
             for (a, b) in (0..count).flat_map(|a| (0..count).map(move |b| (a, b))) {
                 for (value, (num, den)) in FAR.iter().flat_map(|v| FAR_RATIOS.map(|r| (*v, r))) {
-                    if self.unreached(dtype).is_empty() {
+                    if witnesses.complete(&needed) {
                         return;
                     }
                     if a == b {
@@ -50,10 +62,66 @@ impl Gate<'_> {
                     let far = with_param(&with_param(base, a, value), b, value * num / den);
                     let (candidate, _) =
                         self.optionals_present(self.domain.tied(&far, dtype), dtype);
-                    self.keep_if_new(kernel, dtype, candidate, admitted, grown, seen);
+                    let pair = (a.min(b), a.max(b));
+                    let store = (admitted, &mut *grown, &mut *seen);
+                    self.keep_far(
+                        kernel,
+                        dtype,
+                        candidate,
+                        store,
+                        (&needed, pair),
+                        &mut witnesses,
+                    );
                 }
             }
         }
+    }
+
+    /// Keeps `candidate` when it reaches a new set of paths, or a needed path no sample from
+    /// its pair of parameters has witnessed yet.
+    fn keep_far(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        candidate: Sample,
+        (admitted, grown, seen): (&Admitted, &mut Admitted, &mut BTreeSet<Vec<String>>),
+        (needed, pair): (&[String], (usize, usize)),
+        witnesses: &mut Witnesses,
+    ) {
+        if grown.iter().any(|(s, _)| *s == candidate) {
+            return;
+        }
+        let Some((outputs, paths)) = self.try_grown(kernel, dtype, &candidate, admitted) else {
+            return;
+        };
+        let witnessed = witnesses.add(needed, &paths, pair);
+        if new_path_set(&candidate, &outputs, paths, seen) || witnessed {
+            grown.push((candidate, outputs));
+        }
+    }
+}
+
+/// The pairs of parameters whose far samples were kept for each needed path.
+#[derive(Debug, Default)]
+struct Witnesses(BTreeMap<String, BTreeSet<(usize, usize)>>);
+
+impl Witnesses {
+    /// Every needed path has its [`FAR_WITNESSES`].
+    fn complete(&self, needed: &[String]) -> bool {
+        let count = |p: &String| self.0.get(p).map_or(0, BTreeSet::len);
+        needed.iter().all(|p| count(p) >= FAR_WITNESSES)
+    }
+
+    /// Records `pair` for each needed path in `paths` short of its witnesses; true if any.
+    fn add(&mut self, needed: &[String], paths: &[String], pair: (usize, usize)) -> bool {
+        let mut added = false;
+        for path in needed.iter().filter(|p| paths.contains(p)) {
+            let pairs = self.0.entry(path.clone()).or_default();
+            if pairs.len() < FAR_WITNESSES {
+                added |= pairs.insert(pair);
+            }
+        }
+        added
     }
 }
 

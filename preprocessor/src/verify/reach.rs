@@ -424,11 +424,7 @@ impl Gate<'_> {
         let Some((outputs, paths)) = self.try_grown(kernel, dtype, &candidate, admitted) else {
             return;
         };
-        let heavy = weight(&candidate, &outputs) > COMBINED_ELEMENTS;
-        if heavy && paths.iter().all(|p| seen.iter().any(|set| set.contains(p))) {
-            return;
-        }
-        if seen.insert(paths) {
+        if new_path_set(&candidate, &outputs, paths, seen) {
             grown.push((candidate, outputs));
         }
     }
@@ -485,6 +481,21 @@ fn pick(rng: &mut Rng, n: usize) -> usize {
 }
 
 /// The elements of a sample's present operands and of its outputs.
+/// Records a grown sample's `paths` and says whether they are a set not seen before — for a
+/// heavy sample, only when one of them is new on its own.
+pub(super) fn new_path_set(
+    sample: &Sample,
+    outputs: &[Vec<i64>],
+    paths: Vec<String>,
+    seen: &mut BTreeSet<Vec<String>>,
+) -> bool {
+    let heavy = weight(sample, outputs) > COMBINED_ELEMENTS;
+    if heavy && paths.iter().all(|p| seen.iter().any(|set| set.contains(p))) {
+        return false;
+    }
+    seen.insert(paths)
+}
+
 fn weight(sample: &Sample, outputs: &[Vec<i64>]) -> i64 {
     let out: i64 = outputs
         .iter()

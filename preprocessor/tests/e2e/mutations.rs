@@ -311,6 +311,14 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
         "conv2d_simple",
         |k, o, v| planted(Mutant::F16OverflowPastLargest, k, o, v),
     ),
+    // found by a seventh red-team round (2026-12-05), missed by the gate then (caught since the
+    // far search keeps a second far sample, from another pair of parameters, for a fallback)
+    (
+        "the plain loops find the valid output columns with the row stride",
+        "conv2d",
+        "conv2d",
+        |k, o, v| planted(Mutant::FallbackColumnsByRowStride, k, o, v),
+    ),
 ];
 
 /// The reference entry point run with `mutant` planted in the backend.
@@ -414,7 +422,7 @@ macro_rules! mutant_entry_points {
 }
 
 mutant_entry_points!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23
 );
 
 #[test]
