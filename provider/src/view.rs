@@ -258,15 +258,7 @@ pub fn strided_view_of(t: &AnyTensor) -> Option<Operand> {
 /// A packed view with the same logical values as `t` that starts at element offset 3 of its
 /// storage (`start_offset` flag); the three leading slots hold NaN junk.
 pub fn offset_view_of(t: &AnyTensor) -> Operand {
-    const LEAD: usize = 3;
-    let mut values = vec![JUNK; LEAD];
-    values.extend(t.to_f64_vec());
-    let shape = t.shape().to_vec();
-    let strides = row_major_strides(&shape);
-    AnyTensor::from_f64(t.dtype(), &[values.len()], &values)
-        .ok()
-        .and_then(|s| Operand::view(Arc::new(s), shape, strides, LEAD).ok())
-        .unwrap_or_else(|| Operand::contiguous(t.clone()))
+    packed_among_junk(t, 3, 0).unwrap_or_else(|| Operand::contiguous(t.clone()))
 }
 
 /// A packed view from offset 0 with the same logical values as `t` whose storage holds three
@@ -274,16 +266,22 @@ pub fn offset_view_of(t: &AnyTensor) -> Operand {
 /// contiguous (no flag set): a kernel must read the view's elements, never the whole storage.
 /// `None` when `t` is empty (nothing to tell its storage apart from).
 pub fn prefix_view_of(t: &AnyTensor) -> Option<Operand> {
-    const TAIL: usize = 3;
     if t.is_empty() {
         return None;
     }
-    let mut values = t.to_f64_vec();
-    values.extend([JUNK; TAIL]);
+    packed_among_junk(t, 0, 3)
+}
+
+/// A packed row-major view of `t`'s values in a storage with `lead` NaN junk elements before
+/// them and `tail` after, starting at element `lead`.
+fn packed_among_junk(t: &AnyTensor, lead: usize, tail: usize) -> Option<Operand> {
+    let mut values = vec![JUNK; lead];
+    values.extend(t.to_f64_vec());
+    values.extend(std::iter::repeat_n(JUNK, tail));
     let storage = AnyTensor::from_f64(t.dtype(), &[values.len()], &values).ok()?;
     let shape = t.shape().to_vec();
     let strides = row_major_strides(&shape);
-    Operand::view(Arc::new(storage), shape, strides, 0).ok()
+    Operand::view(Arc::new(storage), shape, strides, lead).ok()
 }
 
 /// A view with the same logical values as `t` whose storage holds the data reversed along the
