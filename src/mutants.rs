@@ -28,6 +28,9 @@ pub enum Mutant {
     /// Max pooling: the unrolled scan takes the later of two equal values, so a window of
     /// `+0.0` and `-0.0` returns the other zero.
     PoolTieTakesLater,
+    /// Max pooling: the lane-by-lane scan of a row's last positions takes `v > m`, so a NaN
+    /// after a window's first element is dropped and a NaN first is kept.
+    PoolLaneTailNaiveMax,
     /// `matmul`: `transpose_b` is ignored, so `b` is always read as `[B, K, N]`.
     MatmulIgnoresTransposeB,
     /// `add`: operands of different ranks are aligned on their leading dimensions (missing

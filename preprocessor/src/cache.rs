@@ -277,6 +277,7 @@ mod tests {
             rows: vec![("domain".to_owned(), "24 admitted samples".to_owned())],
             unchecked: vec![("values".to_owned(), "no semantics".to_owned())],
             worked: None,
+            figure_skipped: true,
         };
         let before = Arc::new(SourceFile::new("a.md", "# A\n```fkc\nkernel: k\n```\n"));
         let fence = 4..25;

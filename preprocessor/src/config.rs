@@ -369,7 +369,8 @@ mod tests {
             options.verify,
             VerifyOptions {
                 samples: 8,
-                seed: 7
+                seed: 7,
+                ..VerifyOptions::default()
             }
         );
         assert_eq!(options.on_failure, OnFailure::Continue);

@@ -284,9 +284,15 @@ fn reduce_columns<S: Simd, A: Lane + Element>(
             A::store(s, &mut row[j0..], m);
         } else {
             by_lane = true;
+            let naive = active(Mutant::PoolLaneTailNaiveMax);
             for j in j0..positions.min(j0 + lanes) {
                 let window = &x[start + j..][..g.kernel];
-                row[j] = window[1..].iter().fold(window[0], |m, &v| max_step(m, v));
+                row[j] = if naive {
+                    let max = |m: A, v: A| if v > m { v } else { m };
+                    window[1..].iter().fold(window[0], |m, &v| max(m, v))
+                } else {
+                    window[1..].iter().fold(window[0], |m, &v| max_step(m, v))
+                };
             }
         }
         j0 += lanes;

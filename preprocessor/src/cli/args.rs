@@ -216,8 +216,8 @@ Options:
   --sample SAMPLE     the sample as reports print it: 'x: [1, 4, 3, 3], bias: absent, k = 2'
   --seed SEED         the operand values' seed, decimal or 0x-hex (default 0)
   --check CHECK       order, special, special-uniform (SEED: which special value fills
-                      every element), conditioning, signed-zeros, underflow, overflow,
-                      magnitudes or layout: the
+                      every element), special-tail, conditioning, signed-zeros, underflow,
+                      overflow, magnitudes or layout: the
                       check with its own operand values;
                       undeclared: DTYPE must be refused; required: a call without the sample's
                       absent inputs must be refused unless the contract marks them optional

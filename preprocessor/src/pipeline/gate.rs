@@ -34,8 +34,10 @@ impl BookChecker<'_> {
             .flat_map(|work| work.prepared.iter().map(move |p| (*work, p)))
             .map(|(work, prepared)| {
                 let key = key(work, prepared);
+                // An entry `check` stored has no worked example: a page runs the gate again.
                 let cached = key.as_ref().and_then(|(cache, key)| {
-                    cache.load(key, &work.source, prepared.fence.block.start)
+                    let found = cache.load(key, &work.source, prepared.fence.block.start)?;
+                    (!found.0.figure_skipped || self.renderer.is_none()).then_some(found)
                 });
                 (work, prepared, key, cached)
             })
@@ -136,7 +138,10 @@ impl BookChecker<'_> {
                 provider,
                 self.providers.builtin(),
                 &work.source,
-                self.verify,
+                VerifyOptions {
+                    figures: self.renderer.is_some(),
+                    ..self.verify
+                },
             ),
             _ => Findings::default(),
         }

@@ -19,6 +19,12 @@ pub enum Fill {
     /// with a payload, or negative), ±Inf, -0.0, the smallest subnormal, or ±3/4 of the largest finite value of the
     /// dtype.
     Special(u64),
+    /// A rising ramp (an operand's last elements are its largest) whose last [`TAIL`]
+    /// elements alternate NaN and number, NaN first or second by the run index in bit 16:
+    /// where a kernel takes the end of a buffer apart (a vector's lanes one by one), its
+    /// windows' largest numbers sit among NaNs, both first and after the first element.
+    /// An integer dtype gets its seeded integers.
+    TailNaN(u64),
     /// Every element the `index`-th of [`UNIFORM_SPECIALS`] special values (NaN, ±Inf, -0.0,
     /// the smallest subnormal, ±3/4 of the largest finite, a NaN with a payload).
     UniformSpecial(u64),
@@ -51,6 +57,7 @@ impl Fill {
             | Fill::WideExponents(seed)
             | Fill::Special(seed)
             | Fill::UniformSpecial(seed)
+            | Fill::TailNaN(seed)
             | Fill::SignedZeros(seed)
             | Fill::NearUnderflow(seed)
             | Fill::NearOverflow(seed)
@@ -72,6 +79,10 @@ impl Fill {
                     .map(|_| special_value(rng, dtype, canonical))
                     .collect()
             }
+            Fill::TailNaN(seed) if dtype.is_float() => tail_nan(count, fraction(rng), seed),
+            Fill::TailNaN(_) => (0..count)
+                .map(|_| random_value(rng, dtype, small))
+                .collect(),
             Fill::WideExponents(_) => (0..count).map(|_| wide_exponent(rng, dtype)).collect(),
             Fill::SignedZeros(_) => (0..count).map(|_| signed_zero(rng, dtype)).collect(),
             Fill::NearUnderflow(_) => (0..count).map(|_| near_underflow(rng, dtype)).collect(),
@@ -350,6 +361,24 @@ fn ramp(count: usize, offset: f64) -> Vec<f64> {
     (0..count)
         .map(|i| -RAMP + step * (i as f64 + offset))
         .collect()
+}
+
+/// The elements at the end of an operand that [`Fill::TailNaN`] makes NaN every other one of:
+/// past a vector of 32 lanes and a window of 9.
+pub(super) const TAIL: usize = 96;
+
+/// [`ramp`] with every other one of its last [`TAIL`] values NaN (the first of them when
+/// bit 16 of `seed` is clear, the second otherwise).
+fn tail_nan(count: usize, offset: f64, seed: u64) -> Vec<f64> {
+    let parity = usize::from((seed >> 16) & 1 == 1);
+    let mut values = ramp(count, offset);
+    let from = count.saturating_sub(TAIL);
+    for (at, value) in values.iter_mut().enumerate().skip(from) {
+        if (at - from + parity).is_multiple_of(2) {
+            *value = f64::NAN;
+        }
+    }
+    values
 }
 
 /// The half-width of [`ramp`]: past the thresholds elementwise functions are cut at (GELU, tanh

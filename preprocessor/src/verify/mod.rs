@@ -64,12 +64,16 @@ use sample::Sample;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// How much sampling to do (book.toml `[preprocessor.fkc] samples` and `seed`).
+/// How much sampling to do (book.toml `[preprocessor.fkc] samples` and `seed`), and whether
+/// to search for the worked example.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VerifyOptions {
     /// Admitted samples per contract (and breaking samples per constraint).
     pub samples: usize,
     pub seed: u64,
+    /// Whether the gate searches for each contract's worked example: only a page shows it, so
+    /// a checker that renders nothing (`check`) skips it. It decides no verdict.
+    pub figures: bool,
 }
 
 impl Default for VerifyOptions {
@@ -77,6 +81,7 @@ impl Default for VerifyOptions {
         VerifyOptions {
             samples: 24,
             seed: 0x5eed_f4c0,
+            figures: true,
         }
     }
 }
@@ -98,6 +103,10 @@ pub struct Evidence {
     pub unchecked: Vec<(String, String)>,
     /// The worked example shown on the page (when the gate passed).
     pub worked: Option<worked::Worked>,
+    /// The worked example was not searched for (`figures` off): a page needs the gate run
+    /// again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub figure_skipped: bool,
 }
 
 /// Runs the gate on one imported contract.
@@ -204,7 +213,9 @@ pub fn verify(
     gate.breaking(&first_kernel, first_dtype, &breaking);
     gate.layouts(&first_kernel, first_dtype, &admitted);
     gate.coverage(first_dtype, &admitted);
-    if gate.diagnostics.is_empty() {
+    if gate.diagnostics.is_empty() && !options.figures {
+        gate.evidence.figure_skipped = true;
+    } else if gate.diagnostics.is_empty() {
         let drawn = admitted.len().saturating_sub(gate.designed_edges);
         let samples: Vec<&Sample> = admitted.iter().take(drawn).map(|(s, _)| s).collect();
         gate.evidence.worked = worked::example_in(&gate.domain, &kernels, &samples);

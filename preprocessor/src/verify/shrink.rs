@@ -54,6 +54,9 @@ pub enum Check {
     /// Every operand element one special value, the seed's index among them (NaN, +Inf, -Inf,
     /// -0.0, the smallest subnormal, ±3/4 of the largest finite, a NaN with a payload).
     UniformSpecial,
+    /// NaN every other element at the end of each operand, among its largest values
+    /// ([`super::fill::Fill::TailNaN`]).
+    TailSpecial,
     /// A stated precision, on operands whose sums cancel (exponents spread wide).
     Conditioning,
     /// A bitwise claim, on operands of signed zeros (and `-1.0`).
@@ -84,6 +87,7 @@ impl Check {
             Check::Order => Some("order"),
             Check::Special => Some("special"),
             Check::UniformSpecial => Some("special-uniform"),
+            Check::TailSpecial => Some("special-tail"),
             Check::Conditioning => Some("conditioning"),
             Check::SignedZeros => Some("signed-zeros"),
             Check::Underflow => Some("underflow"),
@@ -96,7 +100,7 @@ impl Check {
     }
 
     /// The names `repro --check` takes, for a usage message.
-    pub const NAMES: &'static str = "order, special, special-uniform, conditioning, signed-zeros, underflow, overflow, magnitudes, layout, undeclared or required";
+    pub const NAMES: &'static str = "order, special, special-uniform, special-tail, conditioning, signed-zeros, underflow, overflow, magnitudes, layout, undeclared or required";
 
     /// The check named `name` (`repro --check`).
     pub fn parse(name: &str) -> Option<Check> {
@@ -104,6 +108,7 @@ impl Check {
             Check::Order,
             Check::Special,
             Check::UniformSpecial,
+            Check::TailSpecial,
             Check::Conditioning,
             Check::SignedZeros,
             Check::Underflow,
@@ -260,6 +265,10 @@ impl<'a> Gate<'a> {
             }
             (Check::UniformSpecial, Verdict::Admitted { .. }) => {
                 let fill = super::fill::Fill::UniformSpecial(seed);
+                self.special_filled(kernel, dtype, sample, fill).passed()
+            }
+            (Check::TailSpecial, Verdict::Admitted { .. }) => {
+                let fill = super::fill::Fill::TailNaN(seed);
                 self.special_filled(kernel, dtype, sample, fill).passed()
             }
             (

@@ -8,7 +8,7 @@
 
 use super::Gate;
 use super::constraints::Verdict;
-use super::fill::{Fill, UNIFORM_SPECIALS};
+use super::fill::{Fill, TAIL, UNIFORM_SPECIALS};
 use super::run::{Outcome, call_filled};
 use super::sample::Sample;
 use super::semantic::{Elements, Mode};
@@ -41,6 +41,8 @@ impl SpecialRun {
 const SPECIAL_SAMPLES: usize = 6;
 /// The smallest samples run with every element one special value, each in turn.
 const UNIFORM_SAMPLES: usize = 2;
+/// Samples besides the widest a selection runs with NaNs at the end of its operands.
+const TAIL_SAMPLES: usize = 4;
 /// The most one-variable moves tried while no window has held a NaN among numbers.
 const MOVED_SAMPLES: usize = 48;
 
@@ -82,12 +84,40 @@ impl Gate<'_> {
             .copied()
             .cycle()
             .take(largest.len().max(1) * 3);
-        let first = largest.iter().copied().take(SPECIAL_SAMPLES).chain(extra);
+        // A selection's largest samples may all miss a path only real windows take (a row's
+        // last positions, lane by lane): the first samples as given come too — the grown ones
+        // under drawn parameters, on the wide paths.
+        let widest = &largest[..SPECIAL_SAMPLES.min(largest.len())];
+        let given = (admitted.iter().copied())
+            .filter(|s| !widest.iter().any(|w| std::ptr::eq(*w, *s)))
+            .take(SPECIAL_SAMPLES);
+        let limit = if self.selects() {
+            widest.len() + SPECIAL_SAMPLES
+        } else {
+            SPECIAL_SAMPLES
+        };
+        let first = widest.iter().copied().chain(given).chain(extra);
         let mut index = 0;
-        let mut flow = self.special_runs(kernel, dtype, first, &mut index, &mut ran);
+        let mut flow = self.special_runs(kernel, dtype, first, limit, &mut index, &mut ran);
         if flow == Flow::Went && self.selects() && self.nan_mixed == Some(0) {
             let moved = self.admitted_moves(&largest, dtype);
-            flow = self.special_runs(kernel, dtype, moved.iter(), &mut index, &mut ran);
+            flow = self.special_runs(kernel, dtype, moved.iter(), limit, &mut index, &mut ran);
+        }
+        // A selection's largest numbers among NaNs at the end of its operands, on the widest
+        // sample and the first as given of each other set of parameters (a window and a stride
+        // of their own; drawn rows are short enough to lie wholly in a buffer's last vector).
+        let mut tails = 0;
+        if flow == Flow::Went && self.selects() && dtype.is_float() {
+            let mut ends: Vec<&Sample> = widest.iter().copied().take(1).collect();
+            for sample in admitted {
+                if ends.len() > TAIL_SAMPLES {
+                    break;
+                }
+                if !ends.iter().any(|end| end.params == sample.params) {
+                    ends.push(sample);
+                }
+            }
+            flow = self.tail_special_runs(kernel, dtype, &ends, &mut tails);
         }
         let mut uniform = 0;
         if flow == Flow::Went {
@@ -153,30 +183,36 @@ impl Gate<'_> {
                 n * UNIFORM_SPECIALS as usize
             ),
         };
+        let tails = match tails {
+            0 => String::new(),
+            n => format!(
+                ", {n} runs on a rising ramp whose last {TAIL} elements alternate NaN and number (a window's largest numbers among NaNs where a kernel scans the end of a buffer apart)"
+            ),
+        };
         self.evidence.rows.push((
             format!("{dtype} special values"),
             format!(
-                "{ran} admitted samples with {specials} in their operands{uniform} through `{}`: no crash, no refusal, values {compared}",
+                "{ran} admitted samples with {specials} in their operands{tails}{uniform} through `{}`: no crash, no refusal, values {compared}",
                 kernel.symbol,
             ),
         ));
         true
     }
 
-    /// Runs one admitted sample with special values chosen by `seed` (reporting a failure).
     /// Special values through `kernel` on each of `samples` in turn (numbered from `index`
-    /// on), until one fails or, past [`SPECIAL_SAMPLES`], a window has held a NaN among
-    /// numbers (or the kernel selects nothing).
+    /// on), until one fails or, past `limit` runs, a window has held a NaN among numbers (or
+    /// the kernel selects nothing).
     fn special_runs<'s>(
         &mut self,
         kernel: &Kernel<'_>,
         dtype: DType,
         samples: impl Iterator<Item = &'s Sample>,
+        limit: usize,
         index: &mut usize,
         ran: &mut usize,
     ) -> Flow {
         for sample in samples {
-            if *index >= SPECIAL_SAMPLES && self.nan_mixed != Some(0) {
+            if *index >= limit && self.nan_mixed != Some(0) {
                 break;
             }
             let seed = self.seed ^ ((*index as u64) << 16);
@@ -192,6 +228,41 @@ impl Gate<'_> {
                         dtype,
                         seed,
                         check: Check::Special,
+                        keep: Keep::Admitted,
+                    };
+                    self.shrink_report(before, &replay, sample);
+                    return Flow::Failed;
+                }
+            }
+        }
+        Flow::Went
+    }
+
+    /// Each of `samples` with [`Fill::TailNaN`], NaN first and NaN second, counting the runs
+    /// that held in `tails`.
+    fn tail_special_runs(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        samples: &[&Sample],
+        tails: &mut usize,
+    ) -> Flow {
+        // NaN first, then second (bit 16 of the seed): windows that all start at one parity (a
+        // stride of 2) meet both.
+        let runs = samples.iter().flat_map(|s| [(*s, 0u64), (*s, 1)]);
+        for (at, (sample, parity)) in runs.enumerate() {
+            let seed = self.seed ^ (parity << 16) ^ ((at as u64) << 17);
+            let before = self.diagnostics.len();
+            match self.special_filled(kernel, dtype, sample, Fill::TailNaN(seed)) {
+                SpecialRun::Skipped => {}
+                SpecialRun::NoOracle => return Flow::NoOracle,
+                SpecialRun::Held => *tails += 1,
+                SpecialRun::Failed => {
+                    let replay = Replay {
+                        kernel,
+                        dtype,
+                        seed,
+                        check: Check::TailSpecial,
                         keep: Keep::Admitted,
                     };
                     self.shrink_report(before, &replay, sample);
@@ -357,10 +428,13 @@ impl Gate<'_> {
                     kernel.symbol
                 ),
             );
-            diagnostic.notes.push(sample_note(
-                &format!("{dtype}, with NaN, ±Inf, -0.0, subnormals and huge values"),
-                sample,
-            ));
+            let values = match fill {
+                Fill::TailNaN(_) => "a rising ramp, NaN every other one of its last elements",
+                _ => "with NaN, ±Inf, -0.0, subnormals and huge values",
+            };
+            diagnostic
+                .notes
+                .push(sample_note(&format!("{dtype}, {values}"), sample));
             diagnostic.help.push("state what the kernel does with a NaN operand (`precision.nan: propagate` or `ignore`), or fix the kernel".to_owned());
             return SpecialRun::Failed;
         }

@@ -21,16 +21,16 @@ const MAX_ELEMENTS: i64 = 160;
 /// Rounds of neighbour moves, each from at most [`FRONTIER`] of the samples the last found.
 const ROUNDS: usize = 2;
 const FRONTIER: usize = 48;
-/// A pool this large takes no more draws or moves: the example ranks a fraction of it (evenly
-/// spaced in size), so more samples would only cost time.
+/// A pool this large takes no more moves: the example ranks a fraction of it (evenly spaced
+/// in size), so more samples would only cost time.
 const ENOUGH: usize = 4 * RANKED;
 /// Candidates the example ranks on their trace (evenly spaced in size).
-pub const RANKED: usize = 40;
+pub const RANKED: usize = 80;
 
 /// Admitted samples of at most [`MAX_ELEMENTS`] input elements, smallest first.
 pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Sample> {
     let mut rng = Rng::new(SEED);
-    let drawn = (0..DRAWS).map(|_| domain.draw(&mut rng));
+    let drawn: Vec<Sample> = (0..DRAWS).map(|_| domain.draw(&mut rng)).collect();
     let mut found = Found {
         domain,
         dtype,
@@ -40,30 +40,22 @@ pub fn pool(domain: &Domain<'_>, dtype: DType, admitted: &[&Sample]) -> Vec<Samp
     };
     // A sample drawn again gives nothing new: its optional inputs were tried the first time.
     let mut drawn_before = FastSet::default();
-    let all = drawn.chain(admitted.iter().map(|s| (*s).clone()));
-    let mut frontier: Vec<Sample> = Vec::new();
-    for sample in all {
-        if found.pool.len() >= ENOUGH {
-            break;
-        }
-        // Making an optional input present only adds elements: a sample too large without it
-        // stays too large.
-        if sample.elements() <= MAX_ELEMENTS && drawn_before.insert(key(&sample)) {
-            let added = with_optionals(domain, &sample, dtype).into_iter();
-            frontier.extend(added.filter_map(|s| found.add(s)));
-        }
-    }
+    let all = drawn.iter().chain(admitted.iter().copied());
+    // Making an optional input present only adds elements: a sample too large without it
+    // stays too large.
+    let mut frontier: Vec<Sample> = all
+        .filter(|s| s.elements() <= MAX_ELEMENTS && drawn_before.insert(key(s)))
+        .flat_map(|s| with_optionals(domain, s, dtype))
+        .filter_map(|s| found.add(s))
+        .collect();
     for _ in 0..ROUNDS {
         if found.pool.len() >= ENOUGH {
             break;
         }
-        let mut next = Vec::new();
-        for sample in spread(&frontier, FRONTIER) {
-            if found.pool.len() >= ENOUGH {
-                break;
-            }
-            next.extend(found.moves(sample));
-        }
+        let next: Vec<Sample> = spread(&frontier, FRONTIER)
+            .iter()
+            .flat_map(|s| found.moves(s))
+            .collect();
         frontier = next;
     }
     let mut pool = found.pool;
