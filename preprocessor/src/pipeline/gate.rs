@@ -34,10 +34,8 @@ impl BookChecker<'_> {
             .flat_map(|work| work.prepared.iter().map(move |p| (*work, p)))
             .map(|(work, prepared)| {
                 let key = key(work, prepared);
-                // An entry `check` stored has no worked example: a page runs the gate again.
                 let cached = key.as_ref().and_then(|(cache, key)| {
-                    let found = cache.load(key, &work.source, prepared.fence.block.start)?;
-                    (!found.0.figure_skipped || self.renderer.is_none()).then_some(found)
+                    cache.load(key, &work.source, prepared.fence.block.start)
                 });
                 (work, prepared, key, cached)
             })
@@ -46,6 +44,13 @@ impl BookChecker<'_> {
         let done = parallel_map(&fences, self.jobs, |(work, prepared, _, cached)| {
             let fresh = match (cached, gated_by(work, prepared)) {
                 (None, Some(provider)) => Some(self.verify_fence(work, prepared, provider)),
+                // An entry `check` stored has no worked example: a page draws it (and the entry
+                // is stored again with it).
+                (Some(found), Some(provider))
+                    if found.0.figure_skipped && self.renderer.is_some() =>
+                {
+                    Some(self.figure_fence(work, prepared, provider, found))
+                }
                 _ => None,
             };
             let page = Page {
@@ -121,6 +126,30 @@ impl BookChecker<'_> {
             );
         }
         !faults.is_empty()
+    }
+
+    /// `found` (a `check`'s findings, without the worked example) with the worked example
+    /// drawn as [`BookChecker::verify_fence`] would draw it.
+    fn figure_fence(
+        &self,
+        work: &ChapterWork,
+        prepared: &Prepared,
+        provider: &Provider,
+        found: &Findings,
+    ) -> Findings {
+        let (mut evidence, diagnostics) = found.clone();
+        if let (Some(raw), Some(resolved)) = (&prepared.raw, &prepared.resolved) {
+            let on = verify::On {
+                raw,
+                contract: &resolved.contract,
+                import: &resolved.import,
+                provider,
+                source: &work.source,
+            };
+            evidence.worked = verify::figure(&on, self.verify);
+            evidence.figure_skipped = false;
+        }
+        (evidence, diagnostics)
     }
 
     /// The gate's findings on one fence that imported cleanly, run afresh.

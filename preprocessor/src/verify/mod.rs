@@ -228,6 +228,32 @@ pub fn verify(
     (gate.evidence, gate.diagnostics)
 }
 
+/// One contract and what runs it, for [`figure`].
+#[derive(Debug, Clone, Copy)]
+pub struct On<'a> {
+    pub raw: &'a RawContract,
+    pub contract: &'a Contract,
+    pub import: &'a Import,
+    pub provider: &'a Provider,
+    pub source: &'a Arc<SourceFile>,
+}
+
+/// The worked example [`verify`] draws for a contract that passed, drawn alone (for a page
+/// whose findings a `check` stored without it): the same admitted samples, the same search.
+pub fn figure(on: &On<'_>, options: VerifyOptions) -> Option<worked::Worked> {
+    let samples = options.samples.max(VerifyOptions::default().samples);
+    let _budget = fuel::Budget::start(
+        fuel::STEPS_PER_SAMPLE.saturating_mul(u64::try_from(samples).unwrap_or(u64::MAX)),
+    );
+    let kernels = entry_kernels(on.import, on.provider);
+    let &(dtype, kernel) = kernels.first()?;
+    let mut gate = Gate::new(on.raw, on.contract, on.source, &kernel, options.seed);
+    let (admitted, _) = gate.draw(dtype, options);
+    let drawn = admitted.len().saturating_sub(gate.designed_edges);
+    let samples: Vec<&Sample> = admitted.iter().take(drawn).map(|(s, _)| s).collect();
+    worked::example_in(&gate.domain, &kernels, &samples)
+}
+
 /// `(outcome, what)` pairs written as `what, what: outcome; what: outcome`, each outcome once,
 /// in the order first met.
 fn grouped_by_outcome<'o>(pairs: impl IntoIterator<Item = (&'o str, String)>) -> String {
