@@ -217,25 +217,41 @@ impl Gate<'_> {
             }
             let seed = self.seed ^ ((*index as u64) << 16);
             *index += 1;
-            let before = self.diagnostics.len();
-            match self.special_one(kernel, dtype, sample, seed) {
-                SpecialRun::Skipped => continue,
-                SpecialRun::NoOracle => return Flow::NoOracle,
-                SpecialRun::Held => *ran += 1,
-                SpecialRun::Failed => {
-                    let replay = Replay {
-                        kernel,
-                        dtype,
-                        seed,
-                        check: Check::Special,
-                        keep: Keep::Admitted,
-                    };
-                    self.shrink_report(before, &replay, sample);
-                    return Flow::Failed;
-                }
+            match self.special_step(kernel, dtype, sample, Fill::Special(seed), Check::Special) {
+                Ok(held) => *ran += usize::from(held),
+                Err(flow) => return flow,
             }
         }
         Flow::Went
+    }
+
+    /// One run of `fill` on `sample` (`check` replays it): whether it held, or how the series
+    /// ends (no oracle, or a failure reported).
+    fn special_step(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        fill: Fill,
+        check: Check,
+    ) -> Result<bool, Flow> {
+        let before = self.diagnostics.len();
+        match self.special_filled(kernel, dtype, sample, fill) {
+            SpecialRun::Skipped => Ok(false),
+            SpecialRun::NoOracle => Err(Flow::NoOracle),
+            SpecialRun::Held => Ok(true),
+            SpecialRun::Failed => {
+                let replay = Replay {
+                    kernel,
+                    dtype,
+                    seed: fill.seed(),
+                    check,
+                    keep: Keep::Admitted,
+                };
+                self.shrink_report(before, &replay, sample);
+                Err(Flow::Failed)
+            }
+        }
     }
 
     /// Each of `samples` with [`Fill::TailNaN`], NaN first and NaN second, counting the runs
@@ -252,22 +268,10 @@ impl Gate<'_> {
         let runs = samples.iter().flat_map(|s| [(*s, 0u64), (*s, 1)]);
         for (at, (sample, parity)) in runs.enumerate() {
             let seed = self.seed ^ (parity << 16) ^ ((at as u64) << 17);
-            let before = self.diagnostics.len();
-            match self.special_filled(kernel, dtype, sample, Fill::TailNaN(seed)) {
-                SpecialRun::Skipped => {}
-                SpecialRun::NoOracle => return Flow::NoOracle,
-                SpecialRun::Held => *tails += 1,
-                SpecialRun::Failed => {
-                    let replay = Replay {
-                        kernel,
-                        dtype,
-                        seed,
-                        check: Check::TailSpecial,
-                        keep: Keep::Admitted,
-                    };
-                    self.shrink_report(before, &replay, sample);
-                    return Flow::Failed;
-                }
+            let fill = Fill::TailNaN(seed);
+            match self.special_step(kernel, dtype, sample, fill, Check::TailSpecial) {
+                Ok(held) => *tails += usize::from(held),
+                Err(flow) => return flow,
             }
         }
         Flow::Went
@@ -294,22 +298,10 @@ impl Gate<'_> {
         for sample in smallest.into_iter().take(UNIFORM_SAMPLES) {
             let mut held = false;
             for index in 0..UNIFORM_SPECIALS {
-                let before = self.diagnostics.len();
-                match self.special_filled(kernel, dtype, sample, Fill::UniformSpecial(index)) {
-                    SpecialRun::Skipped => {}
-                    SpecialRun::NoOracle => return Flow::NoOracle,
-                    SpecialRun::Held => held = true,
-                    SpecialRun::Failed => {
-                        let replay = Replay {
-                            kernel,
-                            dtype,
-                            seed: index,
-                            check: Check::UniformSpecial,
-                            keep: Keep::Admitted,
-                        };
-                        self.shrink_report(before, &replay, sample);
-                        return Flow::Failed;
-                    }
+                let fill = Fill::UniformSpecial(index);
+                match self.special_step(kernel, dtype, sample, fill, Check::UniformSpecial) {
+                    Ok(ran) => held |= ran,
+                    Err(flow) => return flow,
                 }
             }
             *uniform += usize::from(held);
