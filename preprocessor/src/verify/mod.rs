@@ -103,8 +103,8 @@ pub struct Evidence {
     pub unchecked: Vec<(String, String)>,
     /// The worked example shown on the page (when the gate passed).
     pub worked: Option<worked::Worked>,
-    /// The worked example was not searched for (`figures` off): a page needs the gate run
-    /// again.
+    /// The worked example was not searched for (`figures` off): a page draws it alone
+    /// ([`figure`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub figure_skipped: bool,
 }
@@ -119,13 +119,7 @@ pub fn verify(
     source: &Arc<SourceFile>,
     options: VerifyOptions,
 ) -> (Evidence, Vec<Diagnostic>) {
-    // Every semantics run of the contract shares one step budget (hostile pseudo-code is
-    // bounded over the whole contract, not only per sample). The grown samples, the attacks
-    // and the worked example are run whatever `samples` says, so the budget never falls below
-    // the default's.
-    let counted = options.samples.max(VerifyOptions::default().samples);
-    let samples = u64::try_from(counted).unwrap_or(u64::MAX);
-    let _budget = fuel::Budget::start(fuel::STEPS_PER_SAMPLE.saturating_mul(samples));
+    let _budget = contract_budget(options);
     let kernels = entry_kernels(import, provider);
     let Some(&(first_dtype, first_kernel)) = kernels.first() else {
         return (Evidence::default(), Vec::new());
@@ -228,6 +222,15 @@ pub fn verify(
     (gate.evidence, gate.diagnostics)
 }
 
+/// The step budget every semantics run of one contract shares (hostile pseudo-code is bounded
+/// over the whole contract, not only per sample). The grown samples, the attacks and the worked
+/// example are run whatever `samples` says, so it never falls below the default's.
+fn contract_budget(options: VerifyOptions) -> fuel::Budget {
+    let counted = options.samples.max(VerifyOptions::default().samples);
+    let samples = u64::try_from(counted).unwrap_or(u64::MAX);
+    fuel::Budget::start(fuel::STEPS_PER_SAMPLE.saturating_mul(samples))
+}
+
 /// One contract and what runs it, for [`figure`].
 #[derive(Debug, Clone, Copy)]
 pub struct On<'a> {
@@ -241,10 +244,7 @@ pub struct On<'a> {
 /// The worked example [`verify`] draws for a contract that passed, drawn alone (for a page
 /// whose findings a `check` stored without it): the same admitted samples, the same search.
 pub fn figure(on: &On<'_>, options: VerifyOptions) -> Option<worked::Worked> {
-    let samples = options.samples.max(VerifyOptions::default().samples);
-    let _budget = fuel::Budget::start(
-        fuel::STEPS_PER_SAMPLE.saturating_mul(u64::try_from(samples).unwrap_or(u64::MAX)),
-    );
+    let _budget = contract_budget(options);
     let kernels = entry_kernels(on.import, on.provider);
     let &(dtype, kernel) = kernels.first()?;
     let mut gate = Gate::new(on.raw, on.contract, on.source, &kernel, options.seed);
