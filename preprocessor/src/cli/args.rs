@@ -120,8 +120,9 @@ Options:
   -h, --help          print this help";
 
 const CHECK_HELP_HEAD: &str = "\
-Check every contract of the book in DIR (default .) without rendering. Lists each contract
-(ok: verified, FAIL: failing, spec: unverified); exits 1 on any error.
+Check every contract of the book in DIR (default .) without rendering (nor drawing the worked
+examples only pages show). Lists each contract (ok: verified, FAIL: failing, spec: unverified);
+exits 1 on any error.
 
 Usage: mdbook-fkc check [DIR] [OPTIONS]
 
