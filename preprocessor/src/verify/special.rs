@@ -85,17 +85,18 @@ impl Gate<'_> {
             .cycle()
             .take(largest.len().max(1) * 3);
         // A selection's largest samples may all miss a path only real windows take (a row's
-        // last positions, lane by lane): the first samples as given come too — the grown ones
-        // under drawn parameters, on the wide paths.
+        // last positions, lane by lane): its first samples as given run too — the grown ones
+        // under drawn parameters, on the wide paths. (Any other kernel's largest samples are
+        // its samples as given.)
         let widest = &largest[..SPECIAL_SAMPLES.min(largest.len())];
+        let (given, limit) = if self.selects() {
+            (SPECIAL_SAMPLES, widest.len() + SPECIAL_SAMPLES)
+        } else {
+            (0, SPECIAL_SAMPLES)
+        };
         let given = (admitted.iter().copied())
             .filter(|s| !widest.iter().any(|w| std::ptr::eq(*w, *s)))
-            .take(SPECIAL_SAMPLES);
-        let limit = if self.selects() {
-            widest.len() + SPECIAL_SAMPLES
-        } else {
-            SPECIAL_SAMPLES
-        };
+            .take(given);
         let first = widest.iter().copied().chain(given).chain(extra);
         let mut index = 0;
         let mut flow = self.special_runs(kernel, dtype, first, limit, &mut index, &mut ran);
