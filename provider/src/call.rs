@@ -54,17 +54,37 @@ struct Inner {
     paths: Mutex<BTreeSet<&'static str>>,
 }
 
+/// The call this thread serves, and the paths this thread already recorded for it (by address:
+/// a kernel reports the same literal in its inner loops, and the shared set is locked only the
+/// first time).
+#[derive(Default)]
+struct Entered {
+    context: Option<Context>,
+    recorded: Vec<*const u8>,
+}
+
 thread_local! {
-    static CURRENT: RefCell<Option<Context>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Entered> = const {
+        RefCell::new(Entered { context: None, recorded: Vec::new() })
+    };
 }
 
 /// Records that the current call took `path` (nothing outside a call).
 pub fn took(path: &'static str) {
     CURRENT.with(|current| {
-        if let Some(context) = current.borrow().as_ref()
-            && let Ok(mut paths) = context.inner.paths.lock()
+        // Inside `with_level`'s closure the context is borrowed: record without remembering.
+        let Ok(mut current) = current.try_borrow_mut() else {
+            if let Some(context) = current.borrow().context.as_ref() {
+                context.record(path);
+            }
+            return;
+        };
+        let Entered { context, recorded } = &mut *current;
+        if let Some(context) = context.as_ref()
+            && !recorded.contains(&path.as_ptr())
+            && context.record(path)
         {
-            paths.insert(path);
+            recorded.push(path.as_ptr());
         }
     });
 }
@@ -75,6 +95,7 @@ pub fn level() -> Option<String> {
     CURRENT.with(|current| {
         current
             .borrow()
+            .context
             .as_ref()
             .and_then(|context| context.inner.level.clone())
     })
@@ -86,6 +107,7 @@ pub fn with_level<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
     CURRENT.with(|current| {
         let current = current.borrow();
         f(current
+            .context
             .as_ref()
             .and_then(|context| context.inner.level.as_deref()))
     })
@@ -93,16 +115,26 @@ pub fn with_level<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
 
 /// The current call's context, to hand to the threads the kernel spawns.
 pub fn current() -> Option<Context> {
-    CURRENT.with(|current| current.borrow().clone())
+    CURRENT.with(|current| current.borrow().context.clone())
 }
 
 impl Context {
     /// Runs `f` on this thread as part of the call.
     pub fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
-        let previous = CURRENT.with(|current| current.replace(Some(self.clone())));
+        let entered = Entered {
+            context: Some(self.clone()),
+            recorded: Vec::new(),
+        };
+        let previous = CURRENT.with(|current| current.replace(entered));
         let result = f();
         CURRENT.with(|current| *current.borrow_mut() = previous);
         result
+    }
+
+    /// Adds `path` to the call's paths (`false` if the set is poisoned).
+    fn record(&self, path: &'static str) -> bool {
+        let recorded = self.inner.paths.lock().map(|mut paths| paths.insert(path));
+        recorded.is_ok()
     }
 
     /// The paths taken so far, sorted.
@@ -150,6 +182,17 @@ mod tests {
         });
         assert_eq!(paths, vec!["main".to_owned(), "worker".to_owned()]);
         assert_eq!(level(), None);
+    }
+
+    #[test]
+    fn a_path_is_recorded_once_however_often_taken_even_inside_with_level() {
+        let ((), paths) = record(None, || {
+            for _ in 0..3 {
+                took("loop");
+            }
+            with_level(|_| took("nested"));
+        });
+        assert_eq!(paths, vec!["loop".to_owned(), "nested".to_owned()]);
     }
 
     #[test]

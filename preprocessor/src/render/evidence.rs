@@ -114,19 +114,11 @@ fn merged_row(first: &Abstracted, dtypes: &[DType]) -> Row {
 /// The row with its dtype abstracted, when it names exactly one dtype (by name, as a whole
 /// word, or as a symbol's suffix); `None` when it names none or several.
 fn abstracted(check: &str, text: &str) -> Option<Abstracted> {
-    let mut named = DType::ALL.into_iter().filter(|dtype| {
-        let suffix = format!("_{}", dtype.suffix());
-        [check, text]
-            .iter()
-            .any(|s| !occurrences(s, dtype.name(), true).is_empty())
-            || [check, text]
-                .iter()
-                .any(|s| !occurrences(s, &suffix, false).is_empty())
-    });
-    let dtype = named.next()?;
-    if named.next().is_some() {
+    let named = named(check) | named(text);
+    if named.count_ones() != 1 {
         return None;
     }
+    let dtype = *DType::ALL.get(named.trailing_zeros() as usize)?;
     let suffix = format!("_{}", dtype.suffix());
     let abstract_one = |s: &str| {
         let named = replace(s, dtype.name(), true, NAME);
@@ -141,6 +133,23 @@ fn abstracted(check: &str, text: &str) -> Option<Abstracted> {
 
 fn is_word(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The dtypes `s` names, as bits over [`DType::ALL`]: an [`occurrences`] of a dtype's name
+/// (as a whole word) or of its symbol suffix (`_f32`, ending a word). Both are made of word
+/// characters, so each is a whole word or the end of one: one pass over the words finds them.
+fn named(s: &str) -> u32 {
+    let mut named = 0;
+    for word in s.split(|c: char| !is_word(c)).filter(|w| !w.is_empty()) {
+        for (bit, dtype) in DType::ALL.iter().enumerate() {
+            let suffixed =
+                (word.strip_suffix(dtype.suffix())).is_some_and(|rest| rest.ends_with('_'));
+            if word == dtype.name() || suffixed {
+                named |= 1 << bit;
+            }
+        }
+    }
+    named
 }
 
 /// Byte offsets of `needle` in `haystack` that end a word (nothing word-like follows), and,
@@ -187,6 +196,29 @@ mod tests {
         rows.iter()
             .map(|r| (r.field.clone(), r.value.clone()))
             .collect()
+    }
+
+    #[test]
+    fn the_dtypes_a_text_names_are_its_occurrences_of_names_and_suffixes() {
+        let texts = [
+            "conv2d_f32 on F32",
+            "xF32 F32x _F32 F32_",
+            "a_bf16 and a_bf16b, BF16.",
+            "the f16 tail, _f16",
+            "F8E5M2·I8 (u8_i8)",
+            "ÄF64 F64é pool_f64",
+            "",
+        ];
+        for text in texts {
+            let by_search = DType::ALL.iter().enumerate().fold(0, |bits, (bit, dtype)| {
+                let suffix = format!("_{}", dtype.suffix());
+                let found = !occurrences(text, dtype.name(), true).is_empty()
+                    || !occurrences(text, &suffix, false).is_empty();
+                if found { bits | 1 << bit } else { bits }
+            });
+            assert_eq!(named(text), by_search, "{text}");
+        }
+        assert_eq!(named("conv2d_f32 on F64").count_ones(), 2);
     }
 
     #[test]

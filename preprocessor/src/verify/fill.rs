@@ -4,6 +4,7 @@
 
 use super::constraints::ValueBound;
 use super::sample::Rng;
+use crate::semantics::float::pow2;
 use fkc_provider::DType;
 
 /// How operand values are chosen.
@@ -220,7 +221,7 @@ fn signed_power(rng: &mut Rng, low: i64, high: i64) -> f64 {
     let exponent = i32::try_from(rng.range(low, high)).unwrap_or(0);
     let mantissa = 1.0 + fraction(rng);
     let sign = random_sign(rng);
-    sign * mantissa * 2f64.powi(exponent)
+    sign * mantissa * pow2(exponent)
 }
 
 /// One value for [`Fill::NearUnderflow`]: `±(1 + f)·2^k` with `k` from four below to two

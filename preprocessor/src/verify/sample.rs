@@ -29,7 +29,8 @@ impl Rng {
     /// overflow.
     pub fn range(&mut self, low: i64, high: i64) -> i64 {
         let span = (i128::from(high) - i128::from(low) + 1).clamp(1, i128::from(u64::MAX));
-        let offset = i128::from(self.next_u64()) % span;
+        // Both fit in a u64: its remainder is the i128 one, without a 128-bit division.
+        let offset = i128::from(self.next_u64() % u64::try_from(span).unwrap_or(u64::MAX));
         i64::try_from(i128::from(low) + offset).unwrap_or(low)
     }
 
