@@ -10,6 +10,7 @@
 use super::raw::RawContract;
 use crate::diag::{Code, Diagnostic};
 use crate::expr::Span;
+use crate::fast_hash::FastMap;
 use crate::semantics::{self, SemanticsError, SemanticsErrorKind, SigTensor, Signature, ir};
 use crate::source::SourceFile;
 use fkc_provider::{DType, ParamKind};
@@ -40,12 +41,13 @@ pub struct Semantics {
 }
 
 /// One checked program: for a dtype, with the signature's tensors (inputs, then outputs) of
-/// these ranks.
+/// these ranks (shared by every contract whose pseudo-code and signature are the same:
+/// [`checked`]).
 #[derive(Debug, Clone)]
 pub struct Checked {
     pub dtype: DType,
     pub ranks: Vec<usize>,
-    pub program: ir::Program,
+    pub program: Arc<ir::Program>,
 }
 
 /// The most combinations of ranks a contract's semantics are checked at (per dtype).
@@ -69,7 +71,7 @@ impl Semantics {
                 && checked.ranks.len() == ranks.len()
                 && (checked.ranks.iter().zip(ranks)).all(|(r, want)| want.is_none_or(|w| w == *r))
         };
-        self.programs.iter().find(fits).map(|c| &c.program)
+        self.programs.iter().find(fits).map(|c| c.program.as_ref())
     }
 
     /// The checked program for `dtype` at the highest ranks (the last combination), where
@@ -77,7 +79,7 @@ impl Semantics {
     /// and origins, the functions it calls, how it stores).
     pub fn widest_program(&self, dtype: DType) -> Option<&ir::Program> {
         let checked = self.programs.iter().rfind(|c| c.dtype == dtype);
-        checked.map(|c| &c.program)
+        checked.map(|c| c.program.as_ref())
     }
 
     /// A diagnostic for an error of the semantics (parse, check or run), located in the
@@ -271,7 +273,7 @@ pub fn resolve(
     for dtype in dtypes {
         for ranks in combinations {
             let signature = signature(raw, outputs, ranks, standard);
-            match semantics::check(&ast, &signature, dtype) {
+            match checked(&ast, &text, &signature, dtype) {
                 Ok(program) => programs.push(Checked {
                     dtype,
                     ranks: ranks.clone(),
@@ -301,6 +303,38 @@ pub fn resolve(
         map,
     };
     (Some(Arc::new(resolved)), Vec::new())
+}
+
+/// The programs checked so far in this process, by what decides them: the pseudo-code, the
+/// signature and `T` (a book's contracts of one op kind share its standard semantics, checked
+/// and kept once; their lowered forms too, which depend on nothing else). Bounded: a book of
+/// more distinct programs starts the memo again.
+static CHECKED: std::sync::Mutex<Option<FastMap<String, Arc<ir::Program>>>> =
+    std::sync::Mutex::new(None);
+const MAX_CHECKED: usize = 512;
+
+/// `ast` (parsed from `text`) checked against `signature` with `T` = `dtype`, from the memo
+/// when the same was checked before (errors are never kept: each contract reports its own).
+fn checked(
+    ast: &semantics::ast::Program,
+    text: &str,
+    signature: &Signature,
+    dtype: DType,
+) -> Result<Arc<ir::Program>, Vec<SemanticsError>> {
+    let key = format!("{dtype:?}\u{0}{signature:?}\u{0}{text}");
+    let found = (CHECKED.lock().ok()).and_then(|memo| memo.as_ref()?.get(&key).cloned());
+    if let Some(program) = found {
+        return Ok(program);
+    }
+    let program = Arc::new(semantics::check(ast, signature, dtype)?);
+    if let Ok(mut memo) = CHECKED.lock() {
+        let memo = memo.get_or_insert_with(FastMap::default);
+        if memo.len() >= MAX_CHECKED {
+            memo.clear();
+        }
+        memo.insert(key, Arc::clone(&program));
+    }
+    Ok(program)
 }
 
 /// Which ranks a check failed at: `checked with x of rank 2, out of rank 0`.
@@ -425,5 +459,32 @@ mod tests {
         let quoted = "k: \"out[0] = 1\"\n";
         let map = TextMap::of(quoted, &(3..quoted.len() - 1), "out[0] = 1");
         assert_eq!(&quoted[map.file_span(Span::new(9, 10))], "1");
+    }
+
+    #[test]
+    fn the_same_pseudo_code_and_signature_are_checked_once_and_shared() {
+        let text = "for i in out:\n  out[i] = x[i]\n";
+        let ast = semantics::parse(text).unwrap();
+        let tensor = |name: &str| SigTensor {
+            name: name.to_owned(),
+            rank: 1,
+            optional: false,
+            dtype: None,
+        };
+        let signature = Signature {
+            inputs: vec![tensor("x")],
+            outputs: vec![tensor("out")],
+            ..Signature::default()
+        };
+        let first = checked(&ast, text, &signature, DType::F32).unwrap();
+        let again = checked(&ast, text, &signature, DType::F32).unwrap();
+        let other = checked(&ast, text, &signature, DType::F64).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert!(!Arc::ptr_eq(&first, &other));
+        let wrong = Signature {
+            inputs: vec![tensor("y")],
+            ..signature
+        };
+        assert!(checked(&ast, text, &wrong, DType::F32).is_err());
     }
 }
