@@ -57,7 +57,6 @@ struct Inner {
 /// The call this thread serves, and the paths this thread already recorded for it (by address:
 /// a kernel reports the same literal in its inner loops, and the shared set is locked only the
 /// first time).
-#[derive(Default)]
 struct Entered {
     context: Option<Context>,
     recorded: Vec<*const u8>,
