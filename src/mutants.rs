@@ -152,6 +152,8 @@ pub enum Mutant {
     /// `add` and `mul`: operands of as many elements are zipped element by element into `a`'s
     /// shape (the element counts compared where the shapes should be: `[1, n]` and `[n, 1]`).
     SameCountZips,
+    /// `transpose`: above rank 4 (a generic path) the inverse permutation is applied.
+    TransposeHighRankInversePerm,
 }
 
 #[cfg(feature = "mutants")]

@@ -35,7 +35,8 @@ pub fn transpose<T: Element>(
 ) -> Result<RefTensor<T>, KernelError> {
     let shape = x.shape();
     check_perm(perm, shape.len())?;
-    let perm: Vec<usize> = if active(Mutant::TransposeInversePerm) {
+    let high_rank_inverse = perm.len() > 4 && active(Mutant::TransposeHighRankInversePerm);
+    let perm: Vec<usize> = if active(Mutant::TransposeInversePerm) || high_rank_inverse {
         let mut inverse = vec![0; perm.len()];
         for (i, &p) in perm.iter().enumerate() {
             inverse[p] = i;

@@ -32,6 +32,9 @@ pub struct ValueBound {
     pub max: i64,
 }
 
+/// The largest dim of an input drawn at a rank past the random draws' (rank 6: 729 elements).
+pub const HIGH_RANK_DIMS: i64 = 3;
+
 impl ValueBound {
     /// The `i`th of a run of values stepping through the bounds (odd steps from `min`,
     /// wrapping), for a worked example's operand.
@@ -151,17 +154,33 @@ impl Domain<'_> {
 
     /// Draws one candidate.
     pub fn draw(&self, rng: &mut Rng) -> Sample {
+        self.draw_with(rng, None)
+    }
+
+    /// Draws one candidate whose input `name` has rank `rank`, each of its dims 1 to
+    /// [`HIGH_RANK_DIMS`] (a rank no random draw takes, kept small).
+    pub fn draw_at_rank(&self, rng: &mut Rng, name: &str, rank: usize) -> Sample {
+        self.draw_with(rng, Some((name, rank)))
+    }
+
+    fn draw_with(&self, rng: &mut Rng, forced: Option<(&str, usize)>) -> Sample {
         let inputs: Vec<(String, Vec<i64>, bool)> = self
             .raw
             .inputs
             .iter()
             .map(|input| {
                 // One rank per input and sample, from those it declares (1 without `rank`).
-                let ranks = input.rank.as_ref().map_or(1..=1, |r| r.value.ranks());
+                let ranks = input.rank.as_ref().map_or(1..=1, |r| r.value.drawn());
                 let (lo, hi) = (*ranks.start() as i64, *ranks.end() as i64);
-                let rank = if lo == hi { lo } else { rng.range(lo, hi) };
+                let (rank, largest) = match forced {
+                    Some((name, rank)) if name == input.name.value => {
+                        (i64::try_from(rank).unwrap_or(lo), HIGH_RANK_DIMS)
+                    }
+                    _ if lo == hi => (lo, *DIMS.end()),
+                    _ => (rng.range(lo, hi), *DIMS.end()),
+                };
                 let dims = (0..rank)
-                    .map(|_| rng.range(*DIMS.start(), *DIMS.end()))
+                    .map(|_| rng.range(*DIMS.start(), largest))
                     .collect();
                 let optional = input.is_optional();
                 (

@@ -259,7 +259,7 @@ impl Gate<'_> {
             }
             let name = input.name.value.as_str();
             let rank_of = |s: &Sample| s.dims(name).map(<[i64]>::len);
-            for rank in declared.ranks() {
+            for rank in declared.drawn() {
                 if admitted.iter().any(|(s, _)| rank_of(s) == Some(rank)) {
                     continue;
                 }

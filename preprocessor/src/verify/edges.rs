@@ -2,15 +2,19 @@
 //! sample moved to its smallest value, one dim made 0 (an empty operand), each input made a
 //! tensor of one element, two inputs of one rank crossed (`[1, n]` and `[n, 1]`), each
 //! permutation parameter made one of the structured permutations
-//! kernels keep fast paths for, and every parameter raised at once with every optional input
+//! kernels keep fast paths for, every parameter raised at once with every optional input
 //! present (a stride, a dilation, groups and an output padding together, where a kernel's
-//! handling of one may forget another).
+//! handling of one may forget another), and each `rank: any` input at the ranks past the
+//! random draws' (code a kernel keeps for high ranks).
 
 use super::constraints::{self, Verdict};
 use super::reach::with_param;
-use super::sample::{Param, Sample};
+use super::sample::{Param, Rng, Sample};
 use super::{Admitted, Gate};
 use fkc_provider::DType;
+
+/// Mixed into the gate's seed for the high-rank samples' own draws.
+const HIGH_RANK_SEED: u64 = 0x0a11_2a4c_5e4d_0006;
 
 impl Gate<'_> {
     /// Adds admitted samples at the edge of the box: one variable of an admitted sample moved
@@ -50,7 +54,32 @@ impl Gate<'_> {
         self.add_crossed_inputs(dtype, admitted);
         self.add_structured_permutations(dtype, admitted);
         self.add_everything_on(dtype, admitted);
+        self.add_high_ranks(dtype, admitted);
         admitted.len() - before
+    }
+
+    /// Adds, for each input of `rank: any`, an admitted sample at each rank past the random
+    /// draws' (5 and 6), its dims small, found among fresh draws at that rank (with a generator
+    /// of its own: the other samples stay as they were).
+    pub(super) fn add_high_ranks(&self, dtype: DType, admitted: &mut Admitted) {
+        const SEARCH: usize = 400;
+        let mut rng = Rng::new(self.seed ^ HIGH_RANK_SEED);
+        for input in &self.raw.inputs {
+            let Some(rank) = input.rank.as_ref().map(|r| r.value) else {
+                continue;
+            };
+            let name = input.name.value.as_str();
+            for rank in rank.designed() {
+                let found = (0..SEARCH).find_map(|_| {
+                    let candidate = self.domain.draw_at_rank(&mut rng, name, rank);
+                    match self.domain.verdict(&candidate, dtype) {
+                        Verdict::Admitted { outputs } => Some((candidate, outputs)),
+                        _ => None,
+                    }
+                });
+                admitted.extend(found);
+            }
+        }
     }
 
     /// Adds the first sample with every optional input present, every flag set and, one after

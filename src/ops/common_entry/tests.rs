@@ -415,6 +415,12 @@ fn every_common_mutant_changes_a_result() {
             vec![("perm", V::UsizeList(vec![1, 2, 0]))],
         ),
         (
+            Mutant::TransposeHighRankInversePerm,
+            "transpose_f64",
+            vec![iota(d, &[2, 3, 4, 1, 2])],
+            vec![("perm", V::UsizeList(vec![1, 2, 0, 3, 4]))],
+        ),
+        (
             Mutant::CumsumReverseOrder,
             "cumsum_f64",
             vec![op(d, &[3], &[1e16, 1.0, 1.0])],

@@ -70,18 +70,23 @@ impl RawLayout {
 }
 
 /// The ranks `rank:` declares for an input: one (`rank: 3`), a range (`rank: {min: 1, max:
-/// 4}`), or every rank (`rank: any`, which the gate samples from 0 to [`ANY_RANK_SAMPLED`]).
+/// 4}`), or every rank (`rank: any`, which the gate draws from 0 to [`ANY_RANK_SAMPLED`] and
+/// checks up to [`ANY_RANK_CHECKED`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rank {
     pub min: usize,
     pub max: usize,
-    /// Written `any`: the kernel takes every rank; `min..=max` are the ranks sampled.
+    /// Written `any`: the kernel takes every rank; `min..=max` are the ranks checked.
     pub any: bool,
 }
 
-/// The highest rank the gate samples for `rank: any` (an operand of rank 4 with dims up to 6
+/// The highest rank the gate draws for `rank: any` (an operand of rank 4 with dims up to 6
 /// has at most 1296 elements).
 pub const ANY_RANK_SAMPLED: usize = 4;
+
+/// The highest rank the gate checks for `rank: any`: past the draws, a designed sample of small
+/// dims at each higher rank reaches code kept for ranks past 4.
+pub const ANY_RANK_CHECKED: usize = 6;
 
 impl Rank {
     /// Exactly this rank.
@@ -98,9 +103,22 @@ impl Rank {
         (self.min == self.max && !self.any).then_some(self.min)
     }
 
-    /// Every rank declared (sampled, for `any`).
+    /// Every rank declared (checked, for `any`).
     pub fn ranks(&self) -> std::ops::RangeInclusive<usize> {
         self.min..=self.max
+    }
+
+    /// The ranks random draws take: every rank declared, up to [`ANY_RANK_SAMPLED`] for `any`.
+    pub fn drawn(&self) -> std::ops::RangeInclusive<usize> {
+        match self.any {
+            true => self.min..=self.max.min(ANY_RANK_SAMPLED).max(self.min),
+            false => self.ranks(),
+        }
+    }
+
+    /// The ranks only designed samples take (`any` past [`ANY_RANK_SAMPLED`]).
+    pub fn designed(&self) -> std::ops::RangeInclusive<usize> {
+        *self.drawn().end() + 1..=self.max
     }
 
 }

@@ -69,6 +69,9 @@ const MUTANTS: &[(&str, Mutant)] = &[
     // found by the sixth round too, missed then (caught since the near-overflow runs straddle
     // the largest value)
     ("add", Mutant::E5m2OverflowPastLargest),
+    // found by an eighth red-team round (2026-12-06), missed by the gate then (caught since
+    // `rank: any` is checked at ranks 5 and 6 on designed samples of small dims)
+    ("transpose", Mutant::TransposeHighRankInversePerm),
 ];
 
 /// `MUTANTS[M]`'s kernel in the `D`-th dtype of [`DType::ALL`] with its bug planted (a dtype
@@ -122,7 +125,7 @@ macro_rules! common_mutant_registry {
 
 common_mutant_registry!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31, 32, 33, 34, 35
+    26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36
 );
 
 /// The dtype suffix of the entry point a contract names.

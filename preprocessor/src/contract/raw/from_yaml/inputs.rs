@@ -2,7 +2,7 @@
 //! flags, `rank` (one, a range, or `any`), shape constraint and optionality.
 
 use super::super::{
-    ANY_RANK_SAMPLED, LayoutRequirement, MAX_RANK, Rank, RawInput, RawLayout, RawValues,
+    ANY_RANK_CHECKED, LayoutRequirement, MAX_RANK, Rank, RawInput, RawLayout, RawValues,
 };
 use super::DTYPE_WORDS;
 use crate::contract::schema::{Fields, Located, Reader};
@@ -100,7 +100,7 @@ fn read_rank(reader: &mut Reader<'_>, node: &Node) -> Option<Located<Rank>> {
             node,
             Rank {
                 min: 0,
-                max: ANY_RANK_SAMPLED,
+                max: ANY_RANK_CHECKED,
                 any: true,
             },
         )),
