@@ -132,16 +132,10 @@ fn malformed_ranks_are_located_errors() {
 }
 
 /// Ranks that combine in more ways than the semantics are checked at (four inputs of any rank:
-/// 625) are a budget error at the semantics, not an unbounded check.
+/// 2401) are a budget error at the semantics, not an unbounded check.
 #[test]
 fn too_many_rank_combinations_are_a_budget_error() {
-    let inputs: String = ["a", "b", "c", "d"]
-        .iter()
-        .map(|n| format!("    - {{ name: {n}, dtypes: [F32], rank: any }}\n"))
-        .collect();
-    let body = format!(
-        "kernel: k\nregistrable: false\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"fuel_reference_backend::ops::add_f32\"\naccept:\n  inputs:\n{inputs}return:\n  outputs:\n    - {{ name: out, dtype_rule: passthrough(a), shape_rule: \"broadcast(a, b)\" }}\nsemantics: |\n  for o in out:\n    out[o] = a[broadcast(o)]\n"
-    );
+    let body = any_rank_inputs(&["a", "b", "c", "d"]);
     let (text, report) = chapter(&body);
     let budget: Vec<_> = report
         .diagnostics
@@ -156,6 +150,28 @@ fn too_many_rank_combinations_are_a_budget_error() {
         + 2; // located at the semantics' text, the line after `semantics: |`
     assert_eq!(budget[0].location().line, line);
     assert!(!budget[0].help.is_empty());
+}
+
+/// Three inputs of any rank (343 combinations up to rank 6) are within the budget.
+#[test]
+fn three_inputs_of_any_rank_are_within_the_rank_budget() {
+    let (_, report) = chapter(&any_rank_inputs(&["a", "b", "c"]));
+    let budget = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.code.as_str() == "FKC0505");
+    assert_eq!(budget.count(), 0, "{:?}", report.diagnostics);
+}
+
+/// A contract whose inputs `names` are each of any rank.
+fn any_rank_inputs(names: &[&str]) -> String {
+    let inputs: String = names
+        .iter()
+        .map(|n| format!("    - {{ name: {n}, dtypes: [F32], rank: any }}\n"))
+        .collect();
+    format!(
+        "kernel: k\nregistrable: false\nbackend: Cpu\nkernel_source: \"reference-oracle\"\nentry_point: \"fuel_reference_backend::ops::add_f32\"\naccept:\n  inputs:\n{inputs}return:\n  outputs:\n    - {{ name: out, dtype_rule: passthrough(a), shape_rule: \"broadcast(a, b)\" }}\nsemantics: |\n  for o in out:\n    out[o] = a[broadcast(o)]\n"
+    )
 }
 
 #[test]
