@@ -247,6 +247,23 @@ impl Gate<'_> {
         }
     }
 
+    /// The first of `tries` candidates from `draw` (`None`: a candidate passed over) that the
+    /// domain admits, with its outputs.
+    pub(super) fn first_admitted(
+        &self,
+        dtype: DType,
+        tries: usize,
+        mut draw: impl FnMut() -> Option<Sample>,
+    ) -> Option<(Sample, Vec<Vec<i64>>)> {
+        (0..tries).find_map(|_| {
+            let candidate = draw()?;
+            match self.domain.verdict(&candidate, dtype) {
+                Verdict::Admitted { outputs } => Some((candidate, outputs)),
+                _ => None,
+            }
+        })
+    }
+
     /// Every rank an input declares (`rank: any`, a range) in some admitted sample, where the
     /// constraints admit it: fresh draws searched for each rank the drawn samples lack.
     fn cover_ranks(&self, dtype: DType, rng: &mut Rng, admitted: &mut Admitted) {
@@ -263,15 +280,9 @@ impl Gate<'_> {
                 if admitted.iter().any(|(s, _)| rank_of(s) == Some(rank)) {
                     continue;
                 }
-                let found = (0..RANK_SEARCH).find_map(|_| {
+                let found = self.first_admitted(dtype, RANK_SEARCH, || {
                     let candidate = self.domain.draw(rng);
-                    if rank_of(&candidate) != Some(rank) {
-                        return None;
-                    }
-                    match self.domain.verdict(&candidate, dtype) {
-                        Verdict::Admitted { outputs } => Some((candidate, outputs)),
-                        _ => None,
-                    }
+                    (rank_of(&candidate) == Some(rank)).then_some(candidate)
                 });
                 admitted.extend(found);
             }

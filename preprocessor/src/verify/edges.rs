@@ -70,12 +70,8 @@ impl Gate<'_> {
             };
             let name = input.name.value.as_str();
             for rank in rank.designed() {
-                let found = (0..SEARCH).find_map(|_| {
-                    let candidate = self.domain.draw_at_rank(&mut rng, name, rank);
-                    match self.domain.verdict(&candidate, dtype) {
-                        Verdict::Admitted { outputs } => Some((candidate, outputs)),
-                        _ => None,
-                    }
+                let found = self.first_admitted(dtype, SEARCH, || {
+                    Some(self.domain.draw_at_rank(&mut rng, name, rank))
                 });
                 admitted.extend(found);
             }
