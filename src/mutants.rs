@@ -140,6 +140,9 @@ pub enum Mutant {
     /// Convolution: the plain loops find each kernel column's valid output columns with the
     /// row stride.
     FallbackColumnsByRowStride,
+    /// Convolution: the plain loops take a group's input channels interleaved
+    /// (`ci · groups + group`) instead of as one contiguous block (`group · group_in + ci`).
+    FallbackGroupsInterleaved,
     /// The vectorised F16 rounding: a value exactly halfway between the largest finite and
     /// 65536 (65520) is kept in the f32 lane instead of becoming ±Inf.
     F16OverflowTieKept,
@@ -154,6 +157,9 @@ pub enum Mutant {
     SameCountZips,
     /// `transpose`: above rank 4 (a generic path) the inverse permutation is applied.
     TransposeHighRankInversePerm,
+    /// `mul`: a fast path for a row scaling every row of `a` takes any `b` of as many elements
+    /// as `a`'s last axis for that row (wrong for a column `[n, 1]` against `[n, n]`).
+    MulRowByCount,
 }
 
 #[cfg(feature = "mutants")]

@@ -382,8 +382,12 @@ fn accumulate_channel<T: Element>(
     let group = co / (g.out_channels / p.groups);
     let in_plane = g.height * g.width;
     let taps = g.kernel_height * g.kernel_width;
+    let interleaved = crate::mutants::active(crate::mutants::Mutant::FallbackGroupsInterleaved);
     for ci in 0..group_in {
-        let channel = group * group_in + ci;
+        let channel = match interleaved {
+            true => ci * p.groups + group,
+            false => group * group_in + ci,
+        };
         let x_plane = &x[(n * g.in_channels + channel) * in_plane..][..in_plane];
         let w_taps = &weight[(co * group_in + ci) * taps..][..taps];
         for kh in 0..g.kernel_height {

@@ -86,6 +86,18 @@ fn broadcast_binary<T: Scalar>(
             .collect();
         return Ok(RefTensor::from_vec(out, a.shape())?);
     }
+    let row = a.shape().last().copied().unwrap_or(1);
+    if op == "mul"
+        && row > 1
+        && b.data().len() == row
+        && active(Mutant::MulRowByCount)
+        && broadcast_padded(op, a.shape(), b.shape(), false).is_ok_and(|(s, _, _)| s == a.shape())
+    {
+        let out: Vec<T> = (a.data().iter().enumerate())
+            .map(|(i, &x)| f(x, b.data()[i % row]))
+            .collect();
+        return Ok(RefTensor::from_vec(out, a.shape())?);
+    }
     let leading = op == "add" && active(Mutant::AddBroadcastAlignsLeading);
     let modulo_b = op == "mul" && active(Mutant::MulBroadcastByModulo);
     let (out_shape, pa, pb) = broadcast_padded(op, a.shape(), b.shape(), leading)?;

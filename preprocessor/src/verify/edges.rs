@@ -210,7 +210,9 @@ impl Gate<'_> {
     /// the first one's rank where that is 2 or more, else of rank 2; `n` at least 2), where that
     /// is still a sample: operands of as many elements whose shapes differ, which broadcast to
     /// `[n, …, n]` (a kernel that compares element counts where it should compare shapes is
-    /// caught).
+    /// caught); and the same with either one made `[n, …, n]` instead: a full operand and one
+    /// of as many elements as its last axis, along its first (a fast path for a row that takes
+    /// any operand of a row's elements for one is caught).
     fn add_crossed_inputs(&self, dtype: DType, admitted: &mut Admitted) {
         let present = |s: &Sample| -> Vec<usize> {
             (s.inputs.iter().enumerate())
@@ -243,21 +245,34 @@ impl Gate<'_> {
             .into_iter()
             .filter(|&r| r >= 2 && declares(first, r) && declares(second, r));
         for rank in ranks {
-            let mut crossed = base.clone();
-            let mut unit = vec![1; rank];
-            if let Some((_, dims, _)) = crossed.inputs.get_mut(first) {
-                unit[rank - 1] = n;
-                *dims = unit.clone();
-                unit[rank - 1] = 1;
-            }
-            if let Some((_, dims, _)) = crossed.inputs.get_mut(second) {
-                unit[0] = n;
-                *dims = unit;
-            }
-            if let Verdict::Admitted { outputs } = self.domain.verdict(&crossed, dtype) {
-                if !admitted.iter().any(|(s, _)| *s == crossed) {
-                    admitted.push((crossed, outputs));
+            let along = |axis: usize| {
+                let mut dims = vec![1; rank];
+                dims[axis] = n;
+                dims
+            };
+            let (row, column, full) = (along(rank - 1), along(0), vec![n; rank]);
+            let pairs = [
+                (row, column.clone()),
+                (full.clone(), column.clone()),
+                (column, full),
+            ];
+            let mut added = false;
+            for (first_dims, second_dims) in pairs {
+                let mut crossed = base.clone();
+                if let Some((_, dims, _)) = crossed.inputs.get_mut(first) {
+                    *dims = first_dims;
                 }
+                if let Some((_, dims, _)) = crossed.inputs.get_mut(second) {
+                    *dims = second_dims;
+                }
+                if let Verdict::Admitted { outputs } = self.domain.verdict(&crossed, dtype) {
+                    added = true;
+                    if !admitted.iter().any(|(s, _)| *s == crossed) {
+                        admitted.push((crossed, outputs));
+                    }
+                }
+            }
+            if added {
                 return;
             }
         }

@@ -33,7 +33,9 @@ impl Gate<'_> {
     /// found only there is then run with them), kept for a new set of paths. A fallback a
     /// kernel takes only past some buffer size (an absurd padding) is reached on a sample of a
     /// few elements; the rest of the pairs of the base that reached it are tried for a second
-    /// witness of each such path ([`FAR_WITNESSES`]).
+    /// witness of each such path ([`FAR_WITNESSES`]). The bases have every parameter 1, so one
+    /// more witness comes from the admitted sample with the most parameter values past 1 (a
+    /// fallback that mixes up groups or dilations shows only there).
     pub(super) fn far_params(
         &mut self,
         kernel: &Kernel<'_>,
@@ -43,36 +45,52 @@ impl Gate<'_> {
         seen: &mut BTreeSet<Vec<String>>,
     ) {
         let needed = self.unreached(dtype);
-        let mut witnesses = Witnesses::default();
-        let starts = (bases.iter().take(SWEEP_BASES))
-            .flat_map(|base| [base.clone(), every_dim_set(base, FAR_DIMS)]);
-        for base in &starts.collect::<Vec<_>>() {
+        if needed.is_empty() {
+            return;
+        }
+        let starts: Vec<Sample> = (bases.iter().take(SWEEP_BASES))
+            .flat_map(|base| [base.clone(), every_dim_set(base, FAR_DIMS)])
+            .collect();
+        let mut witnesses = Witnesses::wanting(FAR_WITNESSES);
+        for base in &starts {
             if self.unreached(dtype).is_empty() {
-                return;
+                break;
             }
-            let count = param_count(base);
-            for (a, b) in (0..count).flat_map(|a| (0..count).map(move |b| (a, b))) {
-                for (value, (num, den)) in FAR.iter().flat_map(|v| FAR_RATIOS.map(|r| (*v, r))) {
-                    if witnesses.complete(&needed) {
-                        return;
-                    }
-                    if a == b {
-                        continue;
-                    }
-                    let far = with_param(&with_param(base, a, value), b, value * num / den);
-                    let (candidate, _) =
-                        self.optionals_present(self.domain.tied(&far, dtype), dtype);
-                    let pair = (a.min(b), a.max(b));
-                    let store = (admitted, &mut *grown, &mut *seen);
-                    self.keep_far(
-                        kernel,
-                        dtype,
-                        candidate,
-                        store,
-                        (&needed, pair),
-                        &mut witnesses,
-                    );
+            let store = (admitted, &mut *grown, &mut *seen);
+            self.far_pairs(kernel, dtype, base, store, &needed, &mut witnesses);
+        }
+        if let Some(rich) = richest(admitted).filter(|rich| !starts.contains(rich)) {
+            let store = (admitted, &mut *grown, &mut *seen);
+            let mut rich_witness = Witnesses::wanting(1);
+            self.far_pairs(kernel, dtype, &rich, store, &needed, &mut rich_witness);
+        }
+    }
+
+    /// Each pair of `base`'s parameter values set far out together, until `witnesses` are
+    /// complete.
+    fn far_pairs(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        base: &Sample,
+        (admitted, grown, seen): (&Admitted, &mut Admitted, &mut BTreeSet<Vec<String>>),
+        needed: &[String],
+        witnesses: &mut Witnesses,
+    ) {
+        let count = param_count(base);
+        for (a, b) in (0..count).flat_map(|a| (0..count).map(move |b| (a, b))) {
+            for (value, (num, den)) in FAR.iter().flat_map(|v| FAR_RATIOS.map(|r| (*v, r))) {
+                if witnesses.complete(needed) {
+                    return;
                 }
+                if a == b {
+                    continue;
+                }
+                let far = with_param(&with_param(base, a, value), b, value * num / den);
+                let (candidate, _) = self.optionals_present(self.domain.tied(&far, dtype), dtype);
+                let pair = (a.min(b), a.max(b));
+                let store = (admitted, &mut *grown, &mut *seen);
+                self.keep_far(kernel, dtype, candidate, store, (needed, pair), witnesses);
             }
         }
     }
@@ -101,28 +119,53 @@ impl Gate<'_> {
     }
 }
 
-/// The pairs of parameters whose far samples were kept for each needed path.
-#[derive(Debug, Default)]
-struct Witnesses(BTreeMap<String, BTreeSet<(usize, usize)>>);
+/// The pairs of parameters whose far samples were kept for each needed path, and how many
+/// each path wants.
+#[derive(Debug)]
+struct Witnesses {
+    pairs: BTreeMap<String, BTreeSet<(usize, usize)>>,
+    wanted: usize,
+}
 
 impl Witnesses {
-    /// Every needed path has its [`FAR_WITNESSES`].
+    fn wanting(wanted: usize) -> Witnesses {
+        Witnesses {
+            pairs: BTreeMap::new(),
+            wanted,
+        }
+    }
+
+    /// Every needed path has the witnesses it wants.
     fn complete(&self, needed: &[String]) -> bool {
-        let count = |p: &String| self.0.get(p).map_or(0, BTreeSet::len);
-        needed.iter().all(|p| count(p) >= FAR_WITNESSES)
+        let count = |p: &String| self.pairs.get(p).map_or(0, BTreeSet::len);
+        needed.iter().all(|p| count(p) >= self.wanted)
     }
 
     /// Records `pair` for each needed path in `paths` short of its witnesses; true if any.
     fn add(&mut self, needed: &[String], paths: &[String], pair: (usize, usize)) -> bool {
         let mut added = false;
         for path in needed.iter().filter(|p| paths.contains(p)) {
-            let pairs = self.0.entry(path.clone()).or_default();
-            if pairs.len() < FAR_WITNESSES {
+            let pairs = self.pairs.entry(path.clone()).or_default();
+            if pairs.len() < self.wanted {
                 added |= pairs.insert(pair);
             }
         }
         added
     }
+}
+
+/// The admitted sample with the most parameter values past 1 (the larger of two such), if
+/// any has one.
+fn richest(admitted: &Admitted) -> Option<Sample> {
+    let past_one = |s: &Sample| {
+        let values = s.params.iter().flat_map(|(_, p)| p.ints());
+        values.filter(|v| **v > 1).count()
+    };
+    let (sample, _) = admitted
+        .iter()
+        .filter(|(s, _)| past_one(s) > 0)
+        .max_by_key(|(s, _)| (past_one(s), s.elements()))?;
+    Some(sample.clone())
 }
 
 /// `sample` with every present dim `value`.

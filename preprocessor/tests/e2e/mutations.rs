@@ -319,6 +319,15 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
         "conv2d",
         |k, o, v| planted(Mutant::FallbackColumnsByRowStride, k, o, v),
     ),
+    // found by a ninth red-team round (2026-12-06), missed by the gate then (caught since the
+    // far search keeps one more far sample, from the admitted sample with the most parameter
+    // values past 1: the plain bases have one group)
+    (
+        "the plain loops take a group's input channels interleaved",
+        "conv2d",
+        "conv2d",
+        |k, o, v| planted(Mutant::FallbackGroupsInterleaved, k, o, v),
+    ),
     // a seventh round's thin margin: caught only by the threaded contract at one seed (its
     // special values met a window's NaN in the last positions by chance), at every seed since
     // the special values also run a rising ramp with NaNs every other element at its end
@@ -431,7 +440,7 @@ macro_rules! mutant_entry_points {
 }
 
 mutant_entry_points!(
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25
 );
 
 #[test]

@@ -373,6 +373,12 @@ fn every_common_mutant_changes_a_result() {
             vec![],
         ),
         (
+            Mutant::MulRowByCount,
+            "mul_f64",
+            vec![iota(d, &[2, 2]), iota(d, &[2, 1])],
+            vec![],
+        ),
+        (
             Mutant::GeluTanhApprox,
             "gelu_f64",
             vec![op(d, &[1], &[1.5])],
