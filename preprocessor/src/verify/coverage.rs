@@ -49,27 +49,37 @@ impl Gate<'_> {
             ));
         }
         self.alternatives_alone(dtype, admitted);
-        let optional: Vec<String> = self
-            .raw
-            .inputs
-            .iter()
-            .filter(|i| i.is_optional())
-            .map(|input| {
-                let present = admitted
-                    .iter()
-                    .filter(|(s, _)| {
-                        s.inputs
-                            .iter()
-                            .any(|(n, _, p)| *n == input.name.value && *p)
-                    })
-                    .count();
-                format!(
-                    "`{}` present in {present}, absent in {}",
-                    input.name.value,
-                    admitted.len() - present
-                )
-            })
-            .collect();
+        let mut optional = Vec::new();
+        let mut never_absent = Vec::new();
+        for input in self.raw.inputs.iter().filter(|i| i.is_optional()) {
+            let name = &input.name.value;
+            let present = admitted
+                .iter()
+                .filter(|(s, _)| s.inputs.iter().any(|(n, _, p)| n == name && *p))
+                .count();
+            let absent = admitted.len() - present;
+            optional.push(format!("`{name}` present in {present}, absent in {absent}"));
+            if absent == 0 && present > 0 {
+                let span = input
+                    .optional
+                    .as_ref()
+                    .map_or(input.name.span.clone(), |o| o.span.clone());
+                never_absent.push((name.clone(), span));
+            }
+        }
+        for (name, span) in never_absent {
+            let diagnostic = self.error(
+                Code::EmptyDomain,
+                span,
+                format!("`{name}` is optional, but no sample without it satisfies the contract"),
+            );
+            diagnostic.notes.push(format!(
+                "the drawn samples were tried with `{name}` absent, and none satisfies the contract: a constraint or a shape rule needs it"
+            ));
+            diagnostic.help.push(format!(
+                "drop `optional: true`, or guard what reads it (`!present({name}) || …`) so that the contract holds without it"
+            ));
+        }
         if !optional.is_empty() {
             self.evidence
                 .rows

@@ -233,16 +233,19 @@ impl Gate<'_> {
                     count += 1;
                 }
             }
-            if count == admitted.len()
-                && let Some((sample, _)) = admitted.last()
-            {
-                let mut absent = sample.clone();
-                for input in absent.inputs.iter_mut().filter(|(n, _, _)| n == name) {
-                    input.2 = false;
-                }
-                if let Verdict::Admitted { outputs } = self.domain.verdict(&absent, dtype) {
-                    admitted.push((absent, outputs));
-                }
+            if count == admitted.len() {
+                // The last sample without it, else the one before, …: the first admitted.
+                let without = admitted.iter().rev().find_map(|(sample, _)| {
+                    let mut absent = sample.clone();
+                    for input in absent.inputs.iter_mut().filter(|(n, _, _)| n == name) {
+                        input.2 = false;
+                    }
+                    match self.domain.verdict(&absent, dtype) {
+                        Verdict::Admitted { outputs } => Some((absent, outputs)),
+                        _ => None,
+                    }
+                });
+                admitted.extend(without);
             }
         }
     }

@@ -177,6 +177,15 @@ fn the_common_kernels_chapter_passes_and_every_kernel_mutant_fails() {
 
 /// (kernel, what to replace, which occurrence, replacement, expected code).
 const LIES: &[(&str, &str, usize, &str, &str)] = &[
+    // an input claimed optional that every constraint needs (from a ninth red-team round,
+    // passed then: no sample without it was ever admitted, and nothing said so)
+    (
+        "matmul",
+        "rank: 3 # [B, K, N], or [B, N, K] with transpose_b",
+        0,
+        "rank: 3 # [B, K, N], or [B, N, K] with transpose_b\n      optional: true",
+        "FKC0412",
+    ),
     // a flag's meaning swapped in the semantics: an index past the stored axis, or values off
     (
         "matmul",
