@@ -236,10 +236,7 @@ impl Gate<'_> {
             if count == admitted.len() {
                 // The last sample without it, else the one before, …: the first admitted.
                 let without = admitted.iter().rev().find_map(|(sample, _)| {
-                    let mut absent = sample.clone();
-                    for input in absent.inputs.iter_mut().filter(|(n, _, _)| n == name) {
-                        input.2 = false;
-                    }
+                    let absent = super::operands::without(sample, name);
                     match self.domain.verdict(&absent, dtype) {
                         Verdict::Admitted { outputs } => Some((absent, outputs)),
                         _ => None,
