@@ -160,6 +160,10 @@ pub enum Mutant {
     /// `mul`: a fast path for a row scaling every row of `a` takes any `b` of as many elements
     /// as `a`'s last axis for that row (wrong for a column `[n, 1]` against `[n, n]`).
     MulRowByCount,
+    /// `qmatmul`: the sum is requantized in `f64` (`acc as f64 * scale as f64`, rounded there)
+    /// instead of in `f32`: wherever the `f32` product rounds onto a half (3 · f32(1/6) is 0.5
+    /// in `f32`, just above it in `f64`) the result rounds the other way.
+    QmatmulRequantizeF64,
 }
 
 #[cfg(feature = "mutants")]

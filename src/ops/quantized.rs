@@ -33,6 +33,9 @@ fn dot(pairs: impl Iterator<Item = (i8, i8)>) -> i32 {
 /// `acc · scale` in `f32` (`acc` rounded to `f32` first), rounded to nearest with ties to
 /// even, saturated to `[-128, 127]`; NaN is 0.
 fn requantize(acc: i32, scale: f32) -> i8 {
+    if active(Mutant::QmatmulRequantizeF64) {
+        return (f64::from(acc) * f64::from(scale)).round_ties_even() as i8;
+    }
     let product = acc as f32 * scale;
     let rounded = if active(Mutant::QmatmulRoundHalfAway) {
         product.round()

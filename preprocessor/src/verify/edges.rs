@@ -5,13 +5,21 @@
 //! kernels keep fast paths for, every parameter raised at once with every optional input
 //! present (a stride, a dilation, groups and an output padding together, where a kernel's
 //! handling of one may forget another), and each `rank: any` input at the ranks past the
-//! random draws' (code a kernel keeps for high ranks).
+//! random draws' (code a kernel keeps for high ranks), and each float parameter at 1/6 in its
+//! own type (integer sums times it land on halves only after that type's rounding).
 
 use super::constraints::{self, Verdict};
 use super::reach::with_param;
 use super::sample::{Param, Rng, Sample};
 use super::{Admitted, Gate};
-use fkc_provider::DType;
+use crate::expr::Real;
+use fkc_provider::{DType, ParamKind};
+
+/// The value each float parameter is also tried at: an integer times 1/6 lands on a half (3 ·
+/// 1/6 = 0.5) only after rounding to the parameter's type — 3 · f32(1/6) is 0.5 in `f32` and
+/// just above it in `f64` — so a kernel computing in a wider type than the contract says
+/// rounds about one output in twelve the other way.
+const TIE_MAKER: f64 = 1.0 / 6.0;
 
 /// Mixed into the gate's seed for the high-rank samples' own draws.
 const HIGH_RANK_SEED: u64 = 0x0a11_2a4c_5e4d_0006;
@@ -55,12 +63,14 @@ impl Gate<'_> {
         self.add_structured_permutations(dtype, admitted);
         self.add_everything_on(dtype, admitted);
         self.add_high_ranks(dtype, admitted);
+        self.add_tie_making_floats(dtype, admitted);
         admitted.len() - before
     }
 
     /// Adds, for each input of `rank: any`, an admitted sample at each rank past the random
     /// draws' (5 and 6), its dims small, found among fresh draws at that rank (with a generator
-    /// of its own: the other samples stay as they were).
+    /// of its own: the other samples stay as they were), and the same under each structured
+    /// permutation where it has a permutation parameter.
     pub(super) fn add_high_ranks(&self, dtype: DType, admitted: &mut Admitted) {
         const SEARCH: usize = 400;
         let mut rng = Rng::new(self.seed ^ HIGH_RANK_SEED);
@@ -70,10 +80,57 @@ impl Gate<'_> {
             };
             let name = input.name.value.as_str();
             for rank in rank.designed() {
-                let found = self.first_admitted(dtype, SEARCH, || {
+                let Some((found, outputs)) = self.first_admitted(dtype, SEARCH, || {
                     Some(self.domain.draw_at_rank(&mut rng, name, rank))
-                });
-                admitted.extend(found);
+                }) else {
+                    continue;
+                };
+                let variants = self.structured_variants(&found);
+                admitted.push((found, outputs));
+                // and under each structured permutation: the drawn one may be an involution
+                // (its own inverse), which a generic high-rank path reading it inverted meets
+                for variant in variants {
+                    if let Verdict::Admitted { outputs } = self.domain.verdict(&variant, dtype)
+                        && !admitted.iter().any(|(s, _)| *s == variant)
+                    {
+                        admitted.push((variant, outputs));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds, for each float parameter, the two admitted samples of the most output elements
+    /// with that parameter at ±[`TIE_MAKER`] in its own type, where that is still a sample:
+    /// four consecutive samples, so that whatever the seed two of them are called with small
+    /// integers (sums that a scale brings into range rather than past it; see
+    /// [`super::run::operands`]).
+    fn add_tie_making_floats(&self, dtype: DType, admitted: &mut Admitted) {
+        let elements = |outputs: &Vec<Vec<i64>>| -> i64 {
+            (outputs.iter().flatten()).fold(1i64, |n, d| n.saturating_mul(*d))
+        };
+        let mut largest: Vec<&(Sample, Vec<Vec<i64>>)> = admitted.iter().collect();
+        largest.sort_by_key(|(_, outputs)| std::cmp::Reverse(elements(outputs)));
+        let bases: Vec<Sample> = largest.iter().take(2).map(|(s, _)| s.clone()).collect();
+        for (name, kind) in self.domain.drawn_params() {
+            let value = match kind {
+                ParamKind::F32 => f64::from(TIE_MAKER as f32),
+                ParamKind::F64 => TIE_MAKER,
+                _ => continue,
+            };
+            for base in &bases {
+                for value in [value, -value] {
+                    let mut tied = base.clone();
+                    match tied.params.iter_mut().find(|(n, _)| n == name) {
+                        Some((_, param)) => *param = Param::Float(Real(value)),
+                        None => continue,
+                    }
+                    if let Verdict::Admitted { outputs } = self.domain.verdict(&tied, dtype)
+                        && !admitted.iter().any(|(s, _)| *s == tied)
+                    {
+                        admitted.push((tied, outputs));
+                    }
+                }
             }
         }
     }

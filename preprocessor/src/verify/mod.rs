@@ -14,6 +14,7 @@
 
 mod abi;
 mod admitted;
+mod axes;
 pub(crate) mod bits;
 mod bounds;
 mod conditioning;

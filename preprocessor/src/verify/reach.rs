@@ -8,12 +8,10 @@
 //! names is still unreached, parameters are set far out in pairs ([`super::far`]), then
 //! random growth goes on for at most [`TRIES`] candidates. One
 //! sample with every dim raised together ([`TOGETHER`]) follows, kept whatever its paths:
-//! its reductions are long where the drawn samples' may all be single terms; one with every
-//! input's last two dims past 32 (or 16) and a batch of two ([`WIDE_TRAILING`]); then the
-//! samples stretched along one variable ([`super::stretch`]). Every other grown sample then gets its
-//! optional inputs present.
+//! its reductions are long where the drawn samples' may all be single terms; then the samples
+//! stretched ([`super::stretch`]): wide in their last two dims, long along one variable.
+//! Every other grown sample then gets its optional inputs present.
 
-use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 use super::constraints::Verdict;
@@ -40,19 +38,12 @@ const RAISED_PARAM: [i64; 2] = [2, 4];
 const PAIRED: i64 = 9;
 /// The values every dim raised together tries, in turn.
 const TOGETHER: [i64; 3] = [4, 3, 2];
-/// The values the last two dims of every input take in the wide sample, in turn: past 32 (a
-/// blocked fast path's threshold), else past 16.
-const WIDE_TRAILING: [i64; 2] = [33, 17];
-/// The least value of every other dim of the wide sample: a batch of two.
-const WIDE_LEADING: i64 = 2;
-/// Bases and values the wide sample tries, at most.
-const WIDE_TRIES: usize = 16;
 /// The smallest samples the sweep starts from, in turn, until every extent is reached.
 pub(super) const SWEEP_BASES: usize = 4;
 /// The elements (operands and outputs) a grown sample may have.
 const GROWN_ELEMENTS: i64 = 1 << 15;
 /// The elements past which a grown sample is kept only for a path no kept sample took.
-const COMBINED_ELEMENTS: i64 = 1 << 13;
+pub(super) const COMBINED_ELEMENTS: i64 = 1 << 13;
 /// Grown samples given the parameters of drawn ones.
 const MIXED: usize = 4;
 /// The elements a grown sample given a drawn one's parameters is brought down to, where its
@@ -199,15 +190,6 @@ impl Gate<'_> {
         {
             grown.push((together, outputs));
         }
-        // And one with the inputs' last two dims past a blocked fast path's threshold and the
-        // dims before them a batch of two at least, whatever its paths: a path a kernel takes
-        // for large matrices only is then run on more than one of them.
-        if let Some(wide) = self.raised_wide(&bases, dtype)
-            && !grown.iter().any(|(s, _)| *s == wide)
-            && let Some((outputs, _)) = self.try_grown(kernel, dtype, &wide, admitted)
-        {
-            grown.push((wide, outputs));
-        }
         self.stretched(kernel, dtype, (&bases, admitted), &mut grown);
         self.optional_inputs_present(&mut grown, dtype);
         let mixed = self.with_drawn_params(&grown, admitted, dtype);
@@ -352,37 +334,6 @@ impl Gate<'_> {
         })
     }
 
-    /// One of `bases` (those with the most dims first) with the last two dims of every present
-    /// input at least [`WIDE_TRAILING`]'s first value that gives a sample of at most
-    /// [`COMBINED_ELEMENTS`] elements, and every dim before them at least [`WIDE_LEADING`]
-    /// (the dims tied to them following).
-    fn raised_wide(&self, bases: &[Sample], dtype: DType) -> Option<Sample> {
-        let mut by_rank: Vec<&Sample> = bases.iter().collect();
-        by_rank.sort_by_key(|s| Reverse(dim_count(s)));
-        let tries = WIDE_TRAILING
-            .iter()
-            .flat_map(|&v| by_rank.iter().map(move |s| (v, *s)));
-        tries.take(WIDE_TRIES).find_map(|(value, sample)| {
-            let mut raised = sample.clone();
-            for (_, dims, present) in &mut raised.inputs {
-                let rank = dims.len();
-                if *present {
-                    for (axis, dim) in dims.iter_mut().enumerate() {
-                        let least = if axis + 2 >= rank {
-                            value
-                        } else {
-                            WIDE_LEADING
-                        };
-                        *dim = (*dim).max(least);
-                    }
-                }
-            }
-            let candidate = self.domain.tied(&raised, dtype);
-            let outputs = self.small_enough(&candidate, dtype)?;
-            (weight(&candidate, &outputs) <= COMBINED_ELEMENTS).then_some(candidate)
-        })
-    }
-
     /// The outputs of `candidate` when it is admitted with at most [`GROWN_ELEMENTS`] elements.
     pub(super) fn small_enough(&self, candidate: &Sample, dtype: DType) -> Option<Vec<Vec<i64>>> {
         match self.domain.verdict(candidate, dtype) {
@@ -496,7 +447,7 @@ pub(super) fn new_path_set(
     seen.insert(paths)
 }
 
-fn weight(sample: &Sample, outputs: &[Vec<i64>]) -> i64 {
+pub(super) fn weight(sample: &Sample, outputs: &[Vec<i64>]) -> i64 {
     let out: i64 = outputs
         .iter()
         .map(|dims| dims.iter().product::<i64>())

@@ -1,17 +1,23 @@
-//! Grown samples stretched along one variable, kept whatever paths they reach: the smallest
-//! sample with each dim alone made long ([`LONG`]), so that a reduction over any one dim runs
-//! past the lengths a kernel may unroll or block by; the first drawn samples of each
+//! Grown samples stretched, kept whatever paths they reach: one with every input's last two
+//! dims past 32 (or 16) and a batch of two ([`WIDE_TRAILING`]: a path a kernel takes for large
+//! matrices only is run on more than one of them); the smallest sample with each dim alone
+//! made long ([`LONG`]), so that a reduction over any one dim runs past the lengths a kernel
+//! may unroll or block by; the first drawn samples of each
 //! combination of input ranks with the last two dims of every input at least [`ALL_LONG`]
 //! where that stays small (tiles past 16 in two dims at once); where a dim is reduced, past the
 //! cache-sized blocks a long sum may be split into ([`BLOCKED`]; the order claim is checked on
 //! these too); and each parameter value alone made large ([`LARGE_PARAM`]: a wide window, an
-//! odd thread count), its dims raised only as far as that needs.
+//! odd thread count), its dims raised only as far as that needs. The wide, long and blocked
+//! samples are also tried with their axis parameters naming each axis ([`super::axes`]).
 
-use super::reach::{SWEEP_BASES, dim_count, param_count, raise, with_param};
+use super::reach::{
+    COMBINED_ELEMENTS, SWEEP_BASES, dim_count, param_count, raise, weight, with_param,
+};
 use super::sample::Sample;
 use super::{Admitted, Gate};
 use crate::providers::Kernel;
 use fkc_provider::DType;
+use std::cmp::Reverse;
 
 /// The values one dim takes alone to make a long reduction: past 16 and 32 with a remainder.
 pub(super) const LONG: [i64; 2] = [24, 129];
@@ -33,6 +39,13 @@ pub(super) const BLOCKED: i64 = 4100;
 pub(super) const BLOCKED_OUTPUTS: i64 = 256;
 /// The most [`BLOCKED`] samples per dtype.
 pub(super) const BLOCKED_SAMPLES: usize = 4;
+/// The values the last two dims of every input take in the wide sample, in turn: past 32 (a
+/// blocked fast path's threshold), else past 16.
+const WIDE_TRAILING: [i64; 2] = [33, 17];
+/// The least value of every other dim of the wide sample: a batch of two.
+const WIDE_LEADING: i64 = 2;
+/// Bases and values the wide sample tries, at most.
+const WIDE_TRIES: usize = 16;
 /// The values one parameter takes alone: past the window sizes (3, 4) and the thread counts
 /// (2, 4) a kernel may keep special code for, odd.
 pub(super) const LARGE_PARAM: [i64; 2] = [5, 9];
@@ -47,15 +60,21 @@ impl Gate<'_> {
         (bases, admitted): (&[Sample], &Admitted),
         grown: &mut Admitted,
     ) {
+        let wide = self.wide(bases, dtype);
+        self.keep_all(kernel, dtype, wide, admitted, grown);
         let Some(base) = bases.first() else {
             return;
         };
         let mut candidates = Vec::new();
         for variable in 0..dim_count(base) {
-            candidates.extend(
-                LONG.iter()
-                    .filter_map(|&v| self.long(base, variable, v, dtype)),
-            );
+            for long in LONG
+                .iter()
+                .filter_map(|&v| self.long(base, variable, v, dtype))
+            {
+                let moved = self.axis_variants(&long, dtype);
+                candidates.push(long);
+                candidates.extend(moved);
+            }
         }
         candidates.extend(self.trailing_long(admitted, dtype));
         self.keep_all(kernel, dtype, candidates, admitted, grown);
@@ -81,7 +100,7 @@ impl Gate<'_> {
         let mut seen: Vec<Vec<usize>> = Vec::new();
         let mut out = Vec::new();
         for (sample, _) in admitted {
-            let ranks: Vec<usize> = sample.inputs.iter().map(|(_, d, _)| d.len()).collect();
+            let ranks = ranks(sample);
             if out.len() >= TRAILING_SAMPLES
                 || seen.iter().filter(|r| **r == ranks).count() >= TRAILING_PER_RANKS
             {
@@ -115,6 +134,56 @@ impl Gate<'_> {
             }
         }
         out
+    }
+
+    /// The wide sample ([`Gate::raised_wide`]) and, where it has axis parameters, the same
+    /// with each naming each axis ([`Gate::axis_variants`]): a path for two long dims is met
+    /// along every axis, not only along the one the base named.
+    fn wide(&self, bases: &[Sample], dtype: DType) -> Vec<Sample> {
+        let Some(wide) = self.raised_wide(bases, dtype) else {
+            return Vec::new();
+        };
+        let moved = self.axis_variants(&wide, dtype).into_iter();
+        let moved = moved.filter(|s| self.small_enough(s, dtype).is_some());
+        std::iter::once(wide.clone()).chain(moved).collect()
+    }
+
+    /// One of `bases` (one of each combination of input ranks, those with the most dims first) with the last two dims of every present
+    /// input at least [`WIDE_TRAILING`]'s first value that gives a sample of at most
+    /// [`COMBINED_ELEMENTS`] elements, and every dim before them at least [`WIDE_LEADING`]
+    /// (the dims tied to them following).
+    fn raised_wide(&self, bases: &[Sample], dtype: DType) -> Option<Sample> {
+        // one base of each combination of input ranks (the most dims first), so that bases too
+        // large at every rank do not use up the tries
+        let mut by_rank: Vec<&Sample> = Vec::new();
+        for base in bases {
+            if !by_rank.iter().any(|b| ranks(b) == ranks(base)) {
+                by_rank.push(base);
+            }
+        }
+        by_rank.sort_by_key(|s| Reverse(dim_count(s)));
+        let tries = WIDE_TRAILING
+            .iter()
+            .flat_map(|&v| by_rank.iter().map(move |s| (v, *s)));
+        tries.take(WIDE_TRIES).find_map(|(value, sample)| {
+            let mut raised = sample.clone();
+            for (_, dims, present) in &mut raised.inputs {
+                let rank = dims.len();
+                if *present {
+                    for (axis, dim) in dims.iter_mut().enumerate() {
+                        let least = if axis + 2 >= rank {
+                            value
+                        } else {
+                            WIDE_LEADING
+                        };
+                        *dim = (*dim).max(least);
+                    }
+                }
+            }
+            let candidate = self.domain.tied(&raised, dtype);
+            let outputs = self.small_enough(&candidate, dtype)?;
+            (weight(&candidate, &outputs) <= COMBINED_ELEMENTS).then_some(candidate)
+        })
     }
 
     /// Keeps each new `candidate` the kernel runs, whatever its paths.
@@ -164,11 +233,18 @@ impl Gate<'_> {
                 if kept >= BLOCKED_SAMPLES {
                     return;
                 }
-                let Some(candidate) = self.long(base, variable, BLOCKED, dtype) else {
+                let Some(long) = self.long(base, variable, BLOCKED, dtype) else {
+                    continue;
+                };
+                // (its axis parameters moved where the base's reduce another dim, or none)
+                let moved = self.axis_variants(&long, dtype);
+                let Some(candidate) = std::iter::once(long)
+                    .chain(moved)
+                    .find(|c| self.reduces(c, dtype))
+                else {
                     continue;
                 };
                 if !grown.iter().any(|(s, _)| *s == candidate)
-                    && self.reduces(&candidate, dtype)
                     && let Some((outputs, _)) = self.try_grown(kernel, dtype, &candidate, admitted)
                 {
                     grown.push((candidate, outputs));
@@ -234,4 +310,13 @@ pub(super) fn blocked_length(sample: &Sample) -> bool {
         .inputs
         .iter()
         .any(|(_, dims, present)| *present && dims.iter().any(|d| *d >= BLOCKED))
+}
+
+/// The rank of each input of `sample`.
+fn ranks(sample: &Sample) -> Vec<usize> {
+    sample
+        .inputs
+        .iter()
+        .map(|(_, dims, _)| dims.len())
+        .collect()
 }

@@ -472,6 +472,15 @@ fn every_common_mutant_changes_a_result() {
             vec![("scale", V::F32(0.5))],
         ),
         (
+            Mutant::QmatmulRequantizeF64,
+            "qmatmul_i8",
+            vec![
+                op(DType::I8, &[1, 1], &[3.0]),
+                op(DType::I8, &[1, 1], &[1.0]),
+            ],
+            vec![("scale", V::F32(1.0 / 6.0))],
+        ),
+        (
             Mutant::AddIntSaturates,
             "add_i32",
             vec![

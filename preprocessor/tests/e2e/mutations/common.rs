@@ -75,6 +75,9 @@ const MUTANTS: &[(&str, Mutant)] = &[
     // found by a ninth red-team round (2026-12-06), missed by the gate then (caught since the
     // crossed inputs also pair a full `[n, n]` with a column `[n, 1]`)
     ("mul", Mutant::MulRowByCount),
+    // found by the ninth round too, missed then (caught since each float parameter is also
+    // tried at 1/6 in its own type, where integer sums times it land on halves)
+    ("qmatmul", Mutant::QmatmulRequantizeF64),
 ];
 
 /// `MUTANTS[M]`'s kernel in the `D`-th dtype of [`DType::ALL`] with its bug planted (a dtype
@@ -128,7 +131,7 @@ macro_rules! common_mutant_registry {
 
 common_mutant_registry!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37
+    26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38
 );
 
 /// The dtype suffix of the entry point a contract names.
