@@ -263,6 +263,34 @@ impl Gate<'_> {
         }
     }
 
+    /// `base` with every unit axis of every input made 2 in turn where that is still a sample
+    /// (the dims tied to it following): a permutation of unit axes moves no element, and a
+    /// group of one channel cannot be read out of order.
+    pub(super) fn unit_axes_doubled(&self, mut base: Sample, dtype: DType) -> Sample {
+        for input in 0..base.inputs.len() {
+            let rank = base.inputs.get(input).map_or(0, |(_, d, _)| d.len());
+            for axis in 0..rank {
+                let mut longer = base.clone();
+                match longer
+                    .inputs
+                    .get_mut(input)
+                    .and_then(|(_, d, _)| d.get_mut(axis))
+                {
+                    Some(dim) if *dim == 1 => *dim = 2,
+                    _ => continue,
+                }
+                let longer = self.domain.tied(&longer, dtype);
+                if matches!(
+                    self.domain.verdict(&longer, dtype),
+                    Verdict::Admitted { .. }
+                ) {
+                    base = longer;
+                }
+            }
+        }
+        base
+    }
+
     /// Adds the first sample with two present inputs made `[1, …, 1, n]` and `[n, 1, …, 1]` (of
     /// the first one's rank where that is 2 or more, else of rank 2; `n` at least 2), where that
     /// is still a sample: operands of as many elements whose shapes differ, which broadcast to
@@ -348,7 +376,7 @@ impl Gate<'_> {
             let long = dims.clone().filter(|d| **d > 1).count();
             (dims.count(), long, s.elements())
         };
-        let Some(mut base) = admitted
+        let Some(base) = admitted
             .iter()
             .map(|(s, _)| s)
             .max_by_key(|s| axes(s))
@@ -357,27 +385,7 @@ impl Gate<'_> {
             return;
         };
         // and every unit axis made 2 where that is still a sample
-        for input in 0..base.inputs.len() {
-            let rank = base.inputs.get(input).map_or(0, |(_, d, _)| d.len());
-            for axis in 0..rank {
-                let mut longer = base.clone();
-                match longer
-                    .inputs
-                    .get_mut(input)
-                    .and_then(|(_, d, _)| d.get_mut(axis))
-                {
-                    Some(dim) if *dim == 1 => *dim = 2,
-                    _ => continue,
-                }
-                let longer = self.domain.tied(&longer, dtype);
-                if matches!(
-                    self.domain.verdict(&longer, dtype),
-                    Verdict::Admitted { .. }
-                ) {
-                    base = longer;
-                }
-            }
-        }
+        let base = self.unit_axes_doubled(base, dtype);
         for candidate in self.structured_variants(&base) {
             if let Verdict::Admitted { outputs } = self.domain.verdict(&candidate, dtype)
                 && !admitted.iter().any(|(s, _)| *s == candidate)

@@ -34,8 +34,9 @@ impl Gate<'_> {
     /// kernel takes only past some buffer size (an absurd padding) is reached on a sample of a
     /// few elements; the rest of the pairs of the base that reached it are tried for a second
     /// witness of each such path ([`FAR_WITNESSES`]). The bases have every parameter 1, so one
-    /// more witness comes from the admitted sample with the most parameter values past 1 (a
-    /// fallback that mixes up groups or dilations shows only there).
+    /// more witness comes from the admitted sample with the most parameters past 1, its unit
+    /// axes made 2 (a fallback that mixes up groups or dilations shows only there, and only
+    /// with two channels to a group).
     pub(super) fn far_params(
         &mut self,
         kernel: &Kernel<'_>,
@@ -59,7 +60,8 @@ impl Gate<'_> {
             let store = (admitted, &mut *grown, &mut *seen);
             self.far_pairs(kernel, dtype, base, store, &needed, &mut witnesses);
         }
-        if let Some(rich) = richest(admitted).filter(|rich| !starts.contains(rich)) {
+        let rich = richest(admitted).map(|rich| self.unit_axes_doubled(rich, dtype));
+        if let Some(rich) = rich.filter(|rich| !starts.contains(rich)) {
             let store = (admitted, &mut *grown, &mut *seen);
             let mut rich_witness = Witnesses::wanting(1);
             self.far_pairs(kernel, dtype, &rich, store, &needed, &mut rich_witness);
@@ -154,16 +156,21 @@ impl Witnesses {
     }
 }
 
-/// The admitted sample with the most parameter values past 1 (the larger of two such), if
-/// any has one.
+/// The admitted sample with the most parameters past 1 (a field with a value past 1: groups,
+/// a dilation, a stride), then the most such values, then the most elements, if any has one:
+/// a drawn sample with many strides past 1 but one group ranks below one with a group more.
 fn richest(admitted: &Admitted) -> Option<Sample> {
     let past_one = |s: &Sample| {
+        let fields = s
+            .params
+            .iter()
+            .filter(|(_, p)| p.ints().iter().any(|v| *v > 1));
         let values = s.params.iter().flat_map(|(_, p)| p.ints());
-        values.filter(|v| **v > 1).count()
+        (fields.count(), values.filter(|v| **v > 1).count())
     };
     let (sample, _) = admitted
         .iter()
-        .filter(|(s, _)| past_one(s) > 0)
+        .filter(|(s, _)| past_one(s).0 > 0)
         .max_by_key(|(s, _)| (past_one(s), s.elements()))?;
     Some(sample.clone())
 }

@@ -291,22 +291,26 @@ impl Gate<'_> {
     }
 
     /// `sample` with every parameter value 1 — or, where that is not a sample, with one
-    /// parameter 0 besides (an `output_padding` below a unit stride) — if some such is one.
+    /// parameter 0 besides (an `output_padding` below a unit stride), else two (a padding too,
+    /// which a unit kernel leaves no room for) — if some such is one.
     fn plain(&self, sample: &Sample, dtype: DType) -> Option<Sample> {
         let ones = plain(sample);
         let admits = |s: &Sample| matches!(self.domain.verdict(s, dtype), Verdict::Admitted { .. });
-        let tied = self.domain.tied(&ones, dtype);
-        if admits(&tied) {
-            return Some(tied);
-        }
-        (0..ones.params.len()).find_map(|at| {
-            let mut zeroed = ones.clone();
-            if let Some((_, param)) = zeroed.params.get_mut(at) {
-                set_all(param, 0);
-            }
-            let tied = self.domain.tied(&zeroed, dtype);
-            admits(&tied).then_some(tied)
-        })
+        let count = ones.params.len();
+        let singles = (0..count).map(|at| (at, at));
+        let pairs = (0..count).flat_map(|a| (a + 1..count).map(move |b| (a, b)));
+        std::iter::once(None)
+            .chain(singles.chain(pairs).map(Some))
+            .find_map(|zeroed_at| {
+                let mut zeroed = ones.clone();
+                for at in zeroed_at.into_iter().flat_map(|(a, b)| [a, b]) {
+                    if let Some((_, param)) = zeroed.params.get_mut(at) {
+                        set_all(param, 0);
+                    }
+                }
+                let tied = self.domain.tied(&zeroed, dtype);
+                admits(&tied).then_some(tied)
+            })
     }
 
     /// `sample` with each dim in turn lowered to 1 (the dims tied to it following) where that

@@ -148,20 +148,22 @@ impl Gate<'_> {
         std::iter::once(wide.clone()).chain(moved).collect()
     }
 
-    /// One of `bases` (one of each combination of input ranks, those with the most dims first) with the last two dims of every present
-    /// input at least [`WIDE_TRAILING`]'s first value that gives a sample of at most
-    /// [`COMBINED_ELEMENTS`] elements, and every dim before them at least [`WIDE_LEADING`]
-    /// (the dims tied to them following).
+    /// One of `bases` (one of each combination of input ranks in turn, the most dims first)
+    /// with the last two dims of every present input at least [`WIDE_TRAILING`]'s first value
+    /// that gives a sample of at most [`COMBINED_ELEMENTS`] elements, and every dim before
+    /// them at least [`WIDE_LEADING`] (the dims tied to them following).
     fn raised_wide(&self, bases: &[Sample], dtype: DType) -> Option<Sample> {
-        // one base of each combination of input ranks (the most dims first), so that bases too
-        // large at every rank do not use up the tries
-        let mut by_rank: Vec<&Sample> = Vec::new();
-        for base in bases {
-            if !by_rank.iter().any(|b| ranks(b) == ranks(base)) {
-                by_rank.push(base);
-            }
-        }
-        by_rank.sort_by_key(|s| Reverse(dim_count(s)));
+        // the first base of each combination of input ranks (the most dims first), then the
+        // second of each, …: bases too large at the highest rank do not use up the tries
+        let nth = |at: usize| {
+            let mine = bases.get(at).map(ranks);
+            (bases.iter().take(at))
+                .filter(|b| Some(ranks(b)) == mine)
+                .count()
+        };
+        let mut by_rank: Vec<(usize, &Sample)> = bases.iter().enumerate().collect();
+        by_rank.sort_by_key(|(at, s)| (nth(*at), Reverse(dim_count(s))));
+        let by_rank: Vec<&Sample> = by_rank.into_iter().map(|(_, s)| s).collect();
         let tries = WIDE_TRAILING
             .iter()
             .flat_map(|&v| by_rank.iter().map(move |s| (v, *s)));
