@@ -14,7 +14,7 @@
 //! as 0 below −8) or approximated on an interval breaks it.
 
 use super::Gate;
-use super::fill::{Fill, ramps};
+use super::fill::{Fill, ramps, straddles};
 use super::run::{Outcome, call_filled};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay};
@@ -88,7 +88,7 @@ impl Designed {
                 "operands: near the smallest normal value, so products and sums are subnormal"
             }
             Designed::Overflow => {
-                "operands: about half the largest finite value or its square root, so sums or products cross the overflow threshold, or (16 bits or fewer) the largest with 1 and a quarter of its ulp, so sums land just past it"
+                "operands: about half the largest finite value or its square root, so sums or products cross the overflow threshold, or (16 bits or fewer) the largest with 1 and a quarter or half of its ulp, so sums land just past it or on the tie"
             }
             Designed::Magnitudes => {
                 "operands: magnitudes from 1/16 to 256, either sign, or a ramp from -16 to 16, so a function meets every range of its argument"
@@ -97,11 +97,11 @@ impl Designed {
     }
 
     /// The evidence row for `checked` samples of `dtype`.
-    fn row(self, dtype: DType, checked: usize) -> (String, String) {
-        // `Fill::NearOverflow` straddles the largest value in formats of 16 bits or fewer
-        let straddle = match dtype.size_bytes() <= 2 {
+    /// `straddled`: whether an overflow run straddled the largest value ([`straddles`]).
+    fn row(self, dtype: DType, checked: usize, straddled: bool) -> (String, String) {
+        let straddle = match straddled {
             true => {
-                ", or of the largest with 1 and a quarter of its ulp (sums just past it, short of the tie)"
+                ", or of the largest with 1 and a quarter of its ulp (sums just past it, short of the tie) or half of it (sums on the tie)"
             }
             false => "",
         };
@@ -186,7 +186,7 @@ impl Gate<'_> {
         dtype: DType,
         samples: &[&Sample],
     ) -> bool {
-        let mut checked = 0;
+        let (mut checked, mut straddled) = (0, false);
         let mut ordered: Vec<&Sample> = varied(samples).collect();
         let gate_seed = self.seed;
         let seed_of = |index: usize| match designed {
@@ -203,7 +203,10 @@ impl Gate<'_> {
             let before = self.diagnostics.len();
             match self.designed_one(designed, kernel, dtype, sample, seed) {
                 None => continue,
-                Some(true) => checked += 1,
+                Some(true) => {
+                    checked += 1;
+                    straddled |= designed == Designed::Overflow && straddles(seed, dtype);
+                }
                 Some(false) => {
                     let replay = Replay {
                         kernel,
@@ -217,7 +220,9 @@ impl Gate<'_> {
                 }
             }
         }
-        self.evidence.rows.push(designed.row(dtype, checked));
+        self.evidence
+            .rows
+            .push(designed.row(dtype, checked, straddled));
         true
     }
 }

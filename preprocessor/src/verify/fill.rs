@@ -250,8 +250,9 @@ enum OverflowRun {
     /// About its square root ([`overflow_root`]): products there, sums of two on the tie.
     Roots,
     /// The largest value, 1 and a quarter of its ulp, sparse or dense ([`overflow_straddle`]):
-    /// sums past the largest, short of the tie. Formats of 16 bits or fewer only; wider ones
-    /// take halves and roots in these runs.
+    /// sums past the largest, short of the tie; and half its ulp, so that a sum of it and the
+    /// largest lands exactly on the tie. Formats of 16 bits or fewer only; wider ones take
+    /// halves and roots in these runs.
     Straddle { dense: bool },
 }
 
@@ -314,13 +315,13 @@ fn overflow_root(rng: &mut Rng, dtype: DType) -> f64 {
     sign * m * crate::semantics::float::pow2(k)
 }
 
-/// One value for the straddling runs of [`Fill::NearOverflow`]: `1`, the largest finite value
-/// or a quarter of its ulp, all positive, and in `sparse` runs three in five `0`. A sum — or a
-/// sum of products — of one largest value and a few small ones lies past the largest finite
-/// value but short of the tie with the next power of two, where it must round to the largest,
-/// not to +Inf: dense runs land an elementwise sum there, sparse ones a sum of a few to a few
-/// tens of products. With no sign to cancel, each such sum is the same in `f32` whatever its
-/// order.
+/// One value for the straddling runs of [`Fill::NearOverflow`]: `1`, the largest finite value,
+/// a quarter or half of its ulp, all positive, and in sparse runs eleven in twenty `0`. A sum — or a sum of products — of one largest value and a few small ones
+/// lies past the largest finite value but short of the tie with the next power of two, where
+/// it must round to the largest, not to +Inf: dense runs land an elementwise sum there, sparse
+/// ones a sum of a few to a few tens of products. The largest plus half its ulp is exactly the
+/// tie, which must round to +Inf (a kernel that clamps there, or keeps the tie finite, shows
+/// only on it). With no sign to cancel, each such sum is the same in `f32` whatever its order.
 fn overflow_straddle(rng: &mut Rng, dtype: DType, dense: bool) -> f64 {
     let fkc_provider::dtype::Format::Float { mantissa, .. } = dtype.format() else {
         return 0.0;
@@ -329,15 +330,22 @@ fn overflow_straddle(rng: &mut Rng, dtype: DType, dense: bool) -> f64 {
     // the largest value is (2 − 2^−m)·2^e: its ulp is 2^(e−m), a quarter of it 2^(e−m−2)
     let quarter_ulp = largest / (2.0 - crate::semantics::float::pow2(-(mantissa as i32)))
         * crate::semantics::float::pow2(-(mantissa as i32) - 2);
-    // of twenty: dense, eight 1, eight the largest, four a quarter ulp; sparse, five 1, two
-    // the largest, one a quarter ulp, twelve 0
-    let (ones, largests, quarters) = if dense { (8, 8, 4) } else { (5, 2, 1) };
+    // of twenty: dense, eight 1, eight the largest, two a quarter ulp, two half an ulp;
+    // sparse, five 1, two the largest, one a quarter ulp, one half an ulp, eleven 0
+    let (ones, largests, quarters, halves) = if dense { (8, 8, 2, 2) } else { (5, 2, 1, 1) };
     match rng.range(0, 19) {
         n if n < ones => 1.0,
         n if n < ones + largests => largest,
         n if n < ones + largests + quarters => quarter_ulp,
+        n if n < ones + largests + quarters + halves => 2.0 * quarter_ulp,
         _ => 0.0,
     }
+}
+
+/// Whether a [`Fill::NearOverflow`] run of `seed` straddles the largest value of `dtype`
+/// ([`overflow_straddle`]: formats of 16 bits or fewer).
+pub(super) fn straddles(seed: u64, dtype: DType) -> bool {
+    dtype.is_float() && matches!(OverflowRun::of(seed, dtype), OverflowRun::Straddle { .. })
 }
 
 /// One value for [`Fill::Magnitudes`].
