@@ -316,10 +316,11 @@ fn overflow_root(rng: &mut Rng, dtype: DType) -> f64 {
 }
 
 /// One value for the straddling runs of [`Fill::NearOverflow`]: `1`, the largest finite value,
-/// a quarter or half of its ulp, all positive, and in sparse runs eleven in twenty `0`. A sum — or a sum of products — of one largest value and a few small ones
-/// lies past the largest finite value but short of the tie with the next power of two, where
-/// it must round to the largest, not to +Inf: dense runs land an elementwise sum there, sparse
-/// ones a sum of a few to a few tens of products. The largest plus half its ulp is exactly the
+/// a quarter or half of its ulp, all positive, and in sparse runs eleven in twenty `0`. A sum
+/// — or a sum of products — of one largest value and a few small ones lies past the largest
+/// finite value but short of the tie with the next power of two, where it must round to the
+/// largest, not to +Inf: dense runs land an elementwise sum there, sparse ones a sum of a few
+/// to a few tens of products. The largest plus half its ulp is exactly the
 /// tie, which must round to +Inf (a kernel that clamps there, or keeps the tie finite, shows
 /// only on it). With no sign to cancel, each such sum is the same in `f32` whatever its order.
 fn overflow_straddle(rng: &mut Rng, dtype: DType, dense: bool) -> f64 {

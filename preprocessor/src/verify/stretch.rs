@@ -162,7 +162,7 @@ impl Gate<'_> {
                 .count()
         };
         let mut by_rank: Vec<(usize, &Sample)> = bases.iter().enumerate().collect();
-        by_rank.sort_by_key(|(at, s)| (nth(*at), Reverse(dim_count(s))));
+        by_rank.sort_by_cached_key(|(at, s)| (nth(*at), Reverse(dim_count(s))));
         let by_rank: Vec<&Sample> = by_rank.into_iter().map(|(_, s)| s).collect();
         let tries = WIDE_TRAILING
             .iter()
