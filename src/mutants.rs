@@ -164,6 +164,12 @@ pub enum Mutant {
     /// instead of in `f32`: wherever the `f32` product rounds onto a half (3 · f32(1/6) is 0.5
     /// in `f32`, just above it in `f64`) the result rounds the other way.
     QmatmulRequantizeF64,
+    /// Max pooling in F16: a NaN is widened to `f32` and narrowed back arithmetically, like a
+    /// number, which quiets a signalling NaN (`0x7d00` comes out `0x7f00`).
+    PoolF16NanWidened,
+    /// `embedding`: each row is copied through `f64` (`from_f64(v.to_f64())`), exact for every
+    /// number but quieting a signalling NaN.
+    EmbeddingRowsThroughF64,
 }
 
 #[cfg(feature = "mutants")]

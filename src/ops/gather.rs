@@ -69,7 +69,11 @@ pub fn embedding<T: Scalar>(
                 format!("row {row} is outside weight {:?}", weight.shape()),
             )
         })?;
-        out.extend_from_slice(values);
+        if active(Mutant::EmbeddingRowsThroughF64) {
+            out.extend(values.iter().map(|v| T::from_f64(v.to_f64())));
+        } else {
+            out.extend_from_slice(values);
+        }
     }
     Ok(RefTensor::from_vec(out, &out_shape)?)
 }

@@ -135,14 +135,14 @@ impl PoolKey for f16 {
     /// Numbers widen exactly; a NaN becomes a quiet f32 NaN that carries its bits (widening
     /// it arithmetically would move them and could quiet it on the way back).
     fn to_key(self) -> f32 {
-        if self.is_nan() {
+        if self.is_nan() && !active(Mutant::PoolF16NanWidened) {
             f32::from_bits(F16_NAN_KEY | u32::from(self.to_bits()))
         } else {
             self.to_f32()
         }
     }
     fn from_key(key: f32) -> f16 {
-        if key.is_nan() {
+        if key.is_nan() && !active(Mutant::PoolF16NanWidened) {
             f16::from_bits(key.to_bits() as u16)
         } else {
             // Exact: the key is a widened f16.

@@ -140,6 +140,23 @@ pub fn canonical_nan(dtype: DType) -> u64 {
     exponent | quiet
 }
 
+/// The bits in `dtype` of `value` when it is a signalling NaN (its quiet bit clear): its sign
+/// and the top of its payload, still signalling (the lowest payload bit set where the top
+/// bits are all clear). `None` for any other value and for an integer dtype. A conversion
+/// through the hardware would quiet it; the special values need it to reach a kernel as it is.
+pub fn signalling_nan(value: f64, dtype: DType) -> Option<u64> {
+    let bits = value.to_bits();
+    let f64_quiet = 1u64 << 51;
+    if !value.is_nan() || bits & f64_quiet != 0 {
+        return None;
+    }
+    let (_, mantissa) = float_bits(dtype)?;
+    let (sign, exponent, quiet) = layout(dtype);
+    let payload = (bits & (f64_quiet - 1)) >> (52 - mantissa) & (quiet - 1);
+    let negative = if value.is_sign_negative() { sign } else { 0 };
+    Some(negative | exponent | payload.max(1))
+}
+
 /// Hex digits of a bit pattern of `dtype`, with the `0x`.
 pub fn hex_width(dtype: DType) -> usize {
     2 + 2 * dtype.size_bytes()
@@ -221,6 +238,16 @@ mod facts_tests {
         assert!(is_nan(0x7d, DType::F8E5M2) && !is_nan(0x7c, DType::F8E5M2));
         assert!(!is_nan(0x7f, DType::I8) && !is_nan(0xff, DType::U8));
         assert_eq!(hex_width(DType::F16), 6);
+        let signalling = f64::from_bits(0x7ff4_0000_0000_0000);
+        assert_eq!(signalling_nan(signalling, DType::F32), Some(0x7fa0_0000));
+        assert_eq!(signalling_nan(signalling, DType::F16), Some(0x7d00));
+        assert_eq!(signalling_nan(signalling, DType::BF16), Some(0x7fa0));
+        assert_eq!(signalling_nan(signalling, DType::F8E5M2), Some(0x7d));
+        assert_eq!(signalling_nan(-signalling, DType::F16), Some(0xfd00));
+        assert_eq!(signalling_nan(f64::from_bits(0x7ff0_0000_0000_0001), DType::F16), Some(0x7c01));
+        assert_eq!(signalling_nan(f64::NAN, DType::F16), None);
+        assert_eq!(signalling_nan(1.0, DType::F16), None);
+        assert_eq!(signalling_nan(signalling, DType::I8), None);
         assert_eq!(hex_width(DType::I64), 18);
     }
 }

@@ -1,8 +1,9 @@
 //! Bits under bitwise claims. Where a contract claims bits (an `order`, `max_ulp: 0` or bitwise
 //! determinism), a value is its bit pattern: a zero's sign counts (the values check compares
 //! it), and every NaN a kernel returns must have the bits `precision.nan_bits` allows — the
-//! dtype's canonical quiet NaN (`canonical`), one of the operands' NaNs with its quiet bit set
-//! (`propagate`), either of those (`either`, the default) or any NaN (`any`).
+//! dtype's canonical quiet NaN (`canonical`), one of the operands' NaNs with its sign and payload,
+//! quieted or not (`propagate`), either of those (`either`, the default), one of the operands'
+//! NaNs exactly as it was, a signalling one still signalling (`preserve`), or any NaN (`any`).
 
 use super::Gate;
 use super::run::Accepted;
@@ -19,6 +20,7 @@ pub(super) enum NanBits {
     Canonical,
     Propagate,
     Either,
+    Preserve,
     Any,
 }
 
@@ -28,6 +30,7 @@ impl NanBits {
             NanBits::Canonical => "canonical",
             NanBits::Propagate => "propagate",
             NanBits::Either => "either",
+            NanBits::Preserve => "preserve",
             NanBits::Any => "any",
         }
     }
@@ -42,11 +45,13 @@ fn allowed(
 ) -> bool {
     let (_, _, quiet) = layout(dtype);
     let canonical = bits == canonical_nan(dtype);
-    let propagated = inputs.iter().any(|n| n | quiet == bits);
+    let preserved = inputs.contains(&bits);
+    let propagated = preserved || inputs.iter().any(|n| n | quiet == bits);
     match rule {
         NanBits::Canonical => canonical,
         NanBits::Propagate => propagated,
         NanBits::Either => canonical || propagated,
+        NanBits::Preserve => preserved,
         NanBits::Any => true,
     }
 }
@@ -63,6 +68,7 @@ impl Gate<'_> {
         {
             Some("canonical") => NanBits::Canonical,
             Some("propagate") => NanBits::Propagate,
+            Some("preserve") => NanBits::Preserve,
             Some("any") => NanBits::Any,
             _ => NanBits::Either,
         }
@@ -126,9 +132,10 @@ impl Gate<'_> {
                 rule.name(),
                 match rule {
                     NanBits::Canonical => format!("the canonical quiet NaN {canonical:#0width$x}"),
-                    NanBits::Propagate => "one of the operands' NaNs with its quiet bit set".to_owned(),
+                    NanBits::Propagate => "one of the operands' NaNs, quieted or as it was".to_owned(),
+                    NanBits::Preserve => "one of the operands' NaNs bit for bit (a signalling NaN still signalling)".to_owned(),
                     _ => format!(
-                        "the canonical quiet NaN {canonical:#0width$x} or one of the operands' NaNs with its quiet bit set"
+                        "the canonical quiet NaN {canonical:#0width$x} or one of the operands' NaNs, quieted or as it was"
                     ),
                 }
             ),
@@ -174,5 +181,25 @@ mod tests {
         ));
         assert!(!allowed(NanBits::Either, 0xffc0_0000, DType::F32, &inputs));
         assert!(allowed(NanBits::Either, 0x7fc0_0000, DType::F32, &inputs));
+        // the signalling input itself: propagated and preserved; quieted: propagated only
+        assert!(allowed(
+            NanBits::Propagate,
+            0x7fa0_0001,
+            DType::F32,
+            &inputs
+        ));
+        assert!(allowed(NanBits::Preserve, 0x7fa0_0001, DType::F32, &inputs));
+        assert!(!allowed(
+            NanBits::Preserve,
+            0x7fe0_0001,
+            DType::F32,
+            &inputs
+        ));
+        assert!(!allowed(
+            NanBits::Preserve,
+            0x7fc0_0000,
+            DType::F32,
+            &inputs
+        ));
     }
 }

@@ -17,8 +17,8 @@ pub enum Fill {
     /// so that any change of summation order changes bits.
     WideExponents(u64),
     /// Seeded values of which about one in three is special: NaN (canonical in every other run,
-    /// with a payload, or negative), ±Inf, -0.0, the smallest subnormal, or ±3/4 of the largest finite value of the
-    /// dtype.
+    /// signalling in the others; with a payload, or negative), ±Inf, -0.0, the smallest
+    /// subnormal, or ±3/4 of the largest finite value of the dtype.
     Special(u64),
     /// A rising ramp (an operand's last elements are its largest) whose last [`TAIL`]
     /// elements alternate NaN and number, NaN first or second by the run index in bit 16:
@@ -27,7 +27,8 @@ pub enum Fill {
     /// An integer dtype gets its seeded integers.
     TailNaN(u64),
     /// Every element the `index`-th of [`UNIFORM_SPECIALS`] special values (NaN, ±Inf, -0.0,
-    /// the smallest subnormal, ±3/4 of the largest finite, a NaN with a payload).
+    /// the smallest subnormal, ±3/4 of the largest finite, a NaN with a payload, a signalling
+    /// NaN).
     UniformSpecial(u64),
     /// Seeded `+0.0`, `-0.0` and `-1.0`: windows and sums whose result is a zero of either
     /// sign, so that a bitwise claim's zero signs are put to the test.
@@ -113,11 +114,11 @@ impl Fill {
 }
 
 /// How many special values [`Fill::UniformSpecial`] fills a whole operand with, in turn.
-pub(crate) const UNIFORM_SPECIALS: u64 = 8;
+pub(crate) const UNIFORM_SPECIALS: u64 = 9;
 
 /// The `index`-th special value a whole operand is filled with: NaN, ±Inf, -0.0, the smallest
-/// subnormal, ±3/4 of the largest finite and a NaN with a payload (an integer dtype: its ends,
-/// 0, ±1 and their neighbours).
+/// subnormal, ±3/4 of the largest finite, a NaN with a payload and a signalling NaN (an integer
+/// dtype: its ends, 0, ±1, 2 and their neighbours).
 fn uniform_special(index: u64, dtype: DType) -> f64 {
     if let Some((low, high)) = dtype.int_range() {
         let (low, high) = (low as f64, high as f64);
@@ -130,6 +131,7 @@ fn uniform_special(index: u64, dtype: DType) -> f64 {
             low + 1.0,
             high - 1.0,
             0.0,
+            2.0_f64.min(high),
         ];
         return values.get(index as usize).copied().unwrap_or(0.0);
     }
@@ -143,13 +145,19 @@ fn uniform_special(index: u64, dtype: DType) -> f64 {
         0.75 * largest,
         -0.75 * largest,
         f64::from_bits(0x7ffc_0000_0000_0000),
+        f64::from_bits(SIGNALLING_NAN),
     ];
     values.get(index as usize).copied().unwrap_or(f64::NAN)
 }
 
+/// The signalling NaN the special values take: quiet bit clear, the payload bit below it set,
+/// so that it stays a signalling NaN in every float format (`0x7fa00000` in F32, `0x7d00` in
+/// F16, `0x7fa0` in BF16, `0x7d` in F8E5M2).
+const SIGNALLING_NAN: u64 = 0x7ff4_0000_0000_0000;
+
 /// One value for [`Fill::Special`]; without `canonical`, the canonical NaN's place is taken by
-/// another payload (so that a kernel which makes every NaN canonical is told apart from one
-/// that passes an operand's NaN on). An integer dtype's special values are its ends and their
+/// a signalling NaN (so that a kernel which makes every NaN canonical is told apart from one
+/// that passes an operand's NaN on, and one that quiets it from one that keeps it). An integer dtype's special values are its ends and their
 /// neighbours, 0 and ±1.
 fn special_value(rng: &mut Rng, dtype: DType, canonical: bool) -> f64 {
     if let Some((low, high)) = dtype.int_range() {
@@ -171,7 +179,9 @@ fn special_value(rng: &mut Rng, dtype: DType, canonical: bool) -> f64 {
     );
     match rng.range(0, 26) {
         0 if canonical => f64::NAN,
-        0 => f64::from_bits(0x7ffa_0000_0000_0000),
+        // A signalling NaN (its quiet bit clear, a payload bit every float format keeps): a
+        // kernel that moves or selects elements returns it as it is, one that computes quiets it.
+        0 => f64::from_bits(SIGNALLING_NAN),
         // NaNs that are not the canonical one: a payload, and a sign (x86's default NaN).
         7 => f64::from_bits(0x7ffc_0000_0000_0000),
         8 => f64::from_bits(0xfff8_0000_0000_0000),

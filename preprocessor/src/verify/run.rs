@@ -7,7 +7,10 @@ use super::sample::{Rng, Sample};
 
 use super::constraints::{Domain, ValueBound};
 use crate::providers::{CallOutcome, Crash, How, Kernel, Traced};
-use fkc_provider::{AnyTensor, DType, EntryPointInfo, Operand, ParamValue, ParamValues};
+use crate::semantics::float::signalling_nan;
+use fkc_provider::{
+    AnyTensor, DType, EntryPointInfo, Operand, ParamValue, ParamValues, TensorError,
+};
 
 /// An operand as the semantics see it: dims and values in f64 (already rounded to the dtype).
 #[derive(Debug, Clone)]
@@ -156,11 +159,25 @@ pub(crate) fn operands(
                     .map_err(CallError::Operand);
             }
             let values = fill.values(&mut rng, dtype, count, small);
-            AnyTensor::from_f64(dtype, &shape, &values)
+            tensor_of(dtype, &shape, &values)
                 .map(|t| Some(Operand::contiguous(t)))
                 .map_err(CallError::Operand)
         })
         .collect()
+}
+
+/// A tensor of `dtype` holding `values`, rounded to it — except a signalling NaN among them,
+/// which keeps its sign, its payload's top bits and its quiet bit clear (the special values'
+/// signalling NaN, which a conversion through the hardware would quiet).
+fn tensor_of(dtype: DType, shape: &[usize], values: &[f64]) -> Result<AnyTensor, TensorError> {
+    let tensor = AnyTensor::from_f64(dtype, shape, values)?;
+    if !values.iter().any(|v| signalling_nan(*v, dtype).is_some()) {
+        return Ok(tensor);
+    }
+    let bits: Vec<u64> = (tensor.to_bits().into_iter().zip(values))
+        .map(|(bits, value)| signalling_nan(*value, dtype).unwrap_or(bits))
+        .collect();
+    AnyTensor::from_bits(dtype, shape, &bits)
 }
 
 /// Whether a call with operands filled under `seed` draws small integers (within ±4: sums a

@@ -52,7 +52,8 @@ pub enum Check {
     /// Special values (NaN, ±Inf, -0.0, subnormals, huge values) in the operands.
     Special,
     /// Every operand element one special value, the seed's index among them (NaN, +Inf, -Inf,
-    /// -0.0, the smallest subnormal, ±3/4 of the largest finite, a NaN with a payload).
+    /// -0.0, the smallest subnormal, ±3/4 of the largest finite, a NaN with a payload, a
+    /// signalling NaN).
     UniformSpecial,
     /// NaN every other element at the end of each operand, among its largest values
     /// ([`super::fill::Fill::TailNaN`]).

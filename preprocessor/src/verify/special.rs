@@ -172,7 +172,10 @@ impl Gate<'_> {
                 ),
             }
         };
-        let specials = if dtype.is_float() {
+        // Every uniform series takes a signalling NaN; the mixed runs, every other one.
+        let specials = if dtype.is_float() && uniform > 0 {
+            "NaN (quiet and signalling), ±Inf, -0.0, subnormals and ±3/4 of the largest finite"
+        } else if dtype.is_float() {
             "NaN, ±Inf, -0.0, subnormals and ±3/4 of the largest finite"
         } else {
             "the dtype's smallest and largest values, their neighbours, 0 and ±1"

@@ -439,6 +439,18 @@ fn every_common_mutant_changes_a_result() {
             vec![],
         ),
         (
+            Mutant::EmbeddingRowsThroughF64,
+            "embedding_f32",
+            vec![
+                op(DType::I64, &[1, 1], &[0.0]),
+                // a signalling NaN, which a round trip through f64 quiets
+                Some(Operand::contiguous(
+                    AnyTensor::from_bits(DType::F32, &[1, 1], &[0x7fa0_0000]).unwrap(),
+                )),
+            ],
+            vec![],
+        ),
+        (
             Mutant::EmbeddingNegativeWraps,
             "embedding_f64",
             vec![op(DType::I64, &[1, 1], &[-1.0]), iota(d, &[3, 2])],

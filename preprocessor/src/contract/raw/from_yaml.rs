@@ -470,7 +470,7 @@ fn read_precision(reader: &mut Reader<'_>, node: &Node) -> Option<RawPrecision> 
             r.one_of(
                 n,
                 "precision.nan_bits",
-                &["canonical", "propagate", "either", "any"],
+                &["canonical", "propagate", "either", "preserve", "any"],
             )
         }),
     })
