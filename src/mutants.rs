@@ -167,8 +167,8 @@ pub enum Mutant {
     /// Max pooling in F16: a NaN is widened to `f32` and narrowed back arithmetically, like a
     /// number, which quiets a signalling NaN (`0x7d00` comes out `0x7f00`).
     PoolF16NanWidened,
-    /// `embedding`: each row is copied through `f64` (`from_f64(v.to_f64())`), exact for every
-    /// number but quieting a signalling NaN.
+    /// `embedding`: each row is copied through `f64` (`from_f64(v.to_f64())`, the widening
+    /// kept from being folded away), exact for every number but quieting a signalling NaN.
     EmbeddingRowsThroughF64,
 }
 

@@ -70,7 +70,9 @@ pub fn embedding<T: Scalar>(
             )
         })?;
         if active(Mutant::EmbeddingRowsThroughF64) {
-            out.extend(values.iter().map(|v| T::from_f64(v.to_f64())));
+            // black_box: the widening is done, not folded away with the narrowing
+            let widened = values.iter().map(|v| std::hint::black_box(v.to_f64()));
+            out.extend(widened.map(T::from_f64));
         } else {
             out.extend_from_slice(values);
         }

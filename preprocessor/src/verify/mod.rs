@@ -353,6 +353,9 @@ struct Gate<'a> {
     /// For a selection (a max), the windows the special-values check saw holding a NaN among
     /// numbers (where the NaN policy decides the result).
     nan_mixed: Option<usize>,
+    /// The code paths a selection's NaN-tail runs took for the current dtype (base names,
+    /// levels apart).
+    special_paths: std::collections::BTreeSet<String>,
     /// Samples whose `bytes_moved` was held to the traffic the semantics counted.
     bytes_checked: usize,
     /// The instruction-set levels every call runs at.
@@ -395,6 +398,7 @@ impl<'a> Gate<'a> {
             order_dependent: 0,
             special_elements: 0,
             nan_mixed: None,
+            special_paths: std::collections::BTreeSet::new(),
             bytes_checked: 0,
             levels: paths::Levels::of(first_kernel.provider.description()),
             reached: std::collections::BTreeMap::new(),

@@ -194,9 +194,17 @@ impl Gate<'_> {
             .collect()
     }
 
+    /// The paths the contract names for `dtype` that the current special-values series has not
+    /// taken.
+    pub(super) fn unreached_by_special(&self, dtype: DType) -> Vec<String> {
+        (self.named_paths(dtype).into_iter())
+            .filter(|p| !self.special_paths.contains(p))
+            .collect()
+    }
+
     /// The paths the contract names for `dtype` that this machine can take (see
     /// [`Levels::runs_some`]).
-    fn named_paths(&self, dtype: DType) -> Vec<String> {
+    pub(super) fn named_paths(&self, dtype: DType) -> Vec<String> {
         self.paths()
             .filter(|p| p.dtypes.is_empty() || p.dtypes.iter().any(|d| d.value == dtype))
             .filter(|p| self.levels.runs_some(&p.levels))

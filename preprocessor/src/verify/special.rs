@@ -9,7 +9,7 @@
 use super::Gate;
 use super::constraints::Verdict;
 use super::fill::{Fill, TAIL, UNIFORM_SPECIALS};
-use super::run::{Outcome, call_filled};
+use super::run::{AT_LEVEL, Outcome, call_filled};
 use super::sample::Sample;
 use super::semantic::{Elements, Mode};
 use super::shrink::{Check, Keep, Replay, sample_note};
@@ -45,6 +45,9 @@ const UNIFORM_SAMPLES: usize = 2;
 const TAIL_SAMPLES: usize = 4;
 /// The most one-variable moves tried while no window has held a NaN among numbers.
 const MOVED_SAMPLES: usize = 48;
+/// The most samples, smallest first, a selection's NaN-tail series runs besides its first
+/// ones while a code path the contract names has not been taken in it.
+const TAIL_PATH_SAMPLES: usize = 8;
 
 /// How a series of special-value runs ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +72,7 @@ impl Gate<'_> {
         let mut ran = 0;
         (self.order_dependent, self.special_elements) = (0, 0);
         self.nan_mixed = None;
+        self.special_paths.clear();
         // For a selection (a max or min), the largest samples first: it shows what it does with
         // a NaN only where the NaN meets other values (in a window of one it is NaN under every
         // policy). Sums show it anywhere, so they keep the drawn order (small samples first).
@@ -104,21 +108,9 @@ impl Gate<'_> {
             let moved = self.admitted_moves(&largest, dtype);
             flow = self.special_runs(kernel, dtype, moved.iter(), limit, &mut index, &mut ran);
         }
-        // A selection's largest numbers among NaNs at the end of its operands, on the widest
-        // sample and the first as given of each other set of parameters (a window and a stride
-        // of their own; drawn rows are short enough to lie wholly in a buffer's last vector).
         let mut tails = 0;
         if flow == Flow::Went && self.selects() && dtype.is_float() {
-            let mut ends: Vec<&Sample> = widest.iter().copied().take(1).collect();
-            for sample in admitted {
-                if ends.len() > TAIL_SAMPLES {
-                    break;
-                }
-                if !ends.iter().any(|end| end.params == sample.params) {
-                    ends.push(sample);
-                }
-            }
-            flow = self.tail_special_runs(kernel, dtype, &ends, &mut tails);
+            flow = self.nan_tail_series(kernel, dtype, (admitted, widest.first()), &mut tails);
         }
         let mut uniform = 0;
         if flow == Flow::Went {
@@ -187,10 +179,18 @@ impl Gate<'_> {
                 n * UNIFORM_SPECIALS as usize
             ),
         };
+        let named = match self.unreached_by_special(dtype).as_slice() {
+            _ if self.named_paths(dtype).is_empty() => String::new(),
+            [] => ", taking every named code path on samples without a parameter of 1".to_owned(),
+            untaken => format!(
+                ", not taking `{}` on a sample without a parameter of 1",
+                untaken.join("`, `")
+            ),
+        };
         let tails = match tails {
             0 => String::new(),
             n => format!(
-                ", {n} runs on a rising ramp whose last {TAIL} elements alternate NaN and number (a window's largest numbers among NaNs where a kernel scans the end of a buffer apart)"
+                ", {n} runs on a rising ramp whose last {TAIL} elements alternate NaN and number (a window's largest numbers among NaNs where a kernel scans the end of a buffer apart){named}"
             ),
         };
         self.evidence.rows.push((
@@ -258,19 +258,60 @@ impl Gate<'_> {
         }
     }
 
-    /// Each of `samples` with [`Fill::TailNaN`], NaN first and NaN second, counting the runs
-    /// that held in `tails`.
+    /// A selection's largest numbers among NaNs at the end of its operands, on the `widest`
+    /// sample and the first as given of each other set of parameters (a window and a stride of
+    /// their own; drawn rows are short enough to lie wholly in a buffer's last vector); then on
+    /// the smallest others, those without a parameter of 1 first, up to [`TAIL_PATH_SAMPLES`],
+    /// while a code path the contract names has not been taken in this series on a sample
+    /// without a parameter of 1 (a lane-by-lane tail is taken only where a row ends near the
+    /// end of its buffer, and shows nothing in a window of one). Counts the runs that held in
+    /// `tails`.
+    fn nan_tail_series(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        (admitted, widest): (&[&Sample], Option<&&Sample>),
+        tails: &mut usize,
+    ) -> Flow {
+        let mut ends: Vec<&Sample> = widest.copied().into_iter().collect();
+        for sample in admitted {
+            if ends.len() > TAIL_SAMPLES {
+                break;
+            }
+            if !ends.iter().any(|end| end.params == sample.params) {
+                ends.push(sample);
+            }
+        }
+        self.special_paths.clear();
+        let mut flow = self.tail_special_runs(kernel, dtype, (&ends, 0), tails);
+        let mut smallest: Vec<&Sample> = (admitted.iter().copied())
+            .filter(|sample| !ends.contains(sample))
+            .collect();
+        smallest.sort_by_key(|sample| (!without_unit_parameters(sample), sample.elements()));
+        for sample in smallest.into_iter().take(TAIL_PATH_SAMPLES) {
+            if flow != Flow::Went || self.unreached_by_special(dtype).is_empty() {
+                break;
+            }
+            ends.push(sample);
+            let skip = 2 * (ends.len() - 1);
+            flow = self.tail_special_runs(kernel, dtype, (&ends, skip), tails);
+        }
+        flow
+    }
+
+    /// Each of `samples` but the first `skip` runs (run already) with [`Fill::TailNaN`], NaN first
+    /// and NaN second, counting the runs that held in `tails`.
     fn tail_special_runs(
         &mut self,
         kernel: &Kernel<'_>,
         dtype: DType,
-        samples: &[&Sample],
+        (samples, skip): (&[&Sample], usize),
         tails: &mut usize,
     ) -> Flow {
         // NaN first, then second (bit 16 of the seed): windows that all start at one parity (a
         // stride of 2) meet both.
         let runs = samples.iter().flat_map(|s| [(*s, 0u64), (*s, 1)]);
-        for (at, (sample, parity)) in runs.enumerate() {
+        for (at, (sample, parity)) in runs.enumerate().skip(skip) {
             let seed = self.seed ^ (parity << 16) ^ ((at as u64) << 17);
             let fill = Fill::TailNaN(seed);
             match self.special_step(kernel, dtype, sample, fill, Check::TailSpecial) {
@@ -376,6 +417,10 @@ impl Gate<'_> {
             }
         };
         self.paths_reached(dtype, &accepted.paths);
+        if without_unit_parameters(sample) {
+            let taken = accepted.paths.iter().filter(|p| !p.contains(AT_LEVEL));
+            self.special_paths.extend(taken.cloned());
+        }
         let inputs = &accepted.inputs;
         let predicted = accepted.shapes();
         let mode = if self.claims_order() || !dtype.is_float() {
@@ -464,6 +509,12 @@ impl Gate<'_> {
             .push(sample_note(&dtype.to_string(), sample));
         diagnostic.help.push("a kernel takes any value of its dtype: compute with it (IEEE arithmetic) instead of refusing".to_owned());
     }
+}
+
+/// Whether no parameter of `sample` is 1 (a window of one, a unit stride: where a code path
+/// runs but a bug in it may have nothing to show).
+fn without_unit_parameters(sample: &Sample) -> bool {
+    !(sample.params.iter()).any(|(_, param)| param.ints().contains(&1))
 }
 
 /// The first element whose bits differ from the ordered reference (any NaN matches any NaN).
