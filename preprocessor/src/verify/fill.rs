@@ -157,8 +157,8 @@ const SIGNALLING_NAN: u64 = 0x7ff4_0000_0000_0000;
 
 /// One value for [`Fill::Special`]; without `canonical`, the canonical NaN's place is taken by
 /// a signalling NaN (so that a kernel which makes every NaN canonical is told apart from one
-/// that passes an operand's NaN on, and one that quiets it from one that keeps it). An integer dtype's special values are its ends and their
-/// neighbours, 0 and ±1.
+/// that passes an operand's NaN on, and one that quiets it from one that keeps it). An
+/// integer dtype's special values are its ends and their neighbours, 0 and ±1.
 fn special_value(rng: &mut Rng, dtype: DType, canonical: bool) -> f64 {
     if let Some((low, high)) = dtype.int_range() {
         let (low, high) = (low as f64, high as f64);

@@ -194,8 +194,8 @@ impl Gate<'_> {
             .collect()
     }
 
-    /// The paths the contract names for `dtype` that the current special-values series has not
-    /// taken.
+    /// The paths the contract names for `dtype` that the current NaN-tail series has not taken
+    /// on a sample without a parameter of 1.
     pub(super) fn unreached_by_special(&self, dtype: DType) -> Vec<String> {
         (self.named_paths(dtype).into_iter())
             .filter(|p| !self.special_paths.contains(p))

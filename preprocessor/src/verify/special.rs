@@ -72,7 +72,6 @@ impl Gate<'_> {
         let mut ran = 0;
         (self.order_dependent, self.special_elements) = (0, 0);
         self.nan_mixed = None;
-        self.special_paths.clear();
         // For a selection (a max or min), the largest samples first: it shows what it does with
         // a NaN only where the NaN meets other values (in a window of one it is NaN under every
         // policy). Sums show it anywhere, so they keep the drawn order (small samples first).
