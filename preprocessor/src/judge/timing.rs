@@ -48,6 +48,7 @@ fn prepare<'r>(
         dtype,
         Fill::Random(seed),
         &rung.bounds,
+        &[],
     )
     .ok()?;
     let params = run::params(kernel, &rung.sample).ok()?;

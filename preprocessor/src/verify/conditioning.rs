@@ -15,9 +15,10 @@
 
 use super::Gate;
 use super::fill::{Fill, ramps, straddles};
-use super::run::{Outcome, call_filled};
+use super::run::{Outcome, Placed, call_placed};
 use super::sample::Sample;
 use super::shrink::{Check, Keep, Replay};
+use super::threshold::{Led, Traced};
 use crate::providers::Kernel;
 use fkc_provider::DType;
 use std::cmp::Reverse;
@@ -27,6 +28,8 @@ const DESIGNED_SAMPLES: usize = 8;
 /// Samples the underflow attack runs on: its operands are what find a flush to zero (every
 /// product and partial sum near the smallest normal), not the variety of the samples.
 const UNDERFLOW_SAMPLES: usize = 4;
+/// At most this many input elements in a sample led runs take (the semantics are traced).
+const LED_ELEMENTS: i64 = 2048;
 
 /// Operands designed to break one kind of claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,12 +101,19 @@ impl Designed {
 
     /// The evidence row for `checked` samples of `dtype`.
     /// `straddled`: whether an overflow run straddled the largest value ([`straddles`]).
-    fn row(self, dtype: DType, checked: usize, straddled: bool) -> (String, String) {
+    /// `led`: led runs checked ([`super::threshold`]).
+    fn row(self, dtype: DType, checked: usize, straddled: bool, led: usize) -> (String, String) {
         let straddle = match straddled {
             true => {
                 ", or of the largest with 1 and a quarter of its ulp (sums just past it, short of the tie) or half of it (sums on the tie)"
             }
             false => "",
+        };
+        let led = match led {
+            0 => String::new(),
+            runs => format!(
+                "; {runs} runs leading ordered sums in steps (the largest, then a quarter or half of its ulp, then minus four ulps) just past the largest or onto the tie and back below it"
+            ),
         };
         match self {
             Designed::IllConditioned => (
@@ -133,7 +143,7 @@ impl Designed {
             Designed::Overflow => (
                 format!("{dtype} near overflow"),
                 format!(
-                    "{checked} samples on operands of about half the largest finite value or its square root (sums, or sums of products, across the overflow threshold){straddle}: every value as the semantics give it, ±Inf included"
+                    "{checked} samples on operands of about half the largest finite value or its square root (sums, or sums of products, across the overflow threshold){straddle}{led}: every value as the semantics give it, ±Inf included"
                 ),
             ),
         }
@@ -190,41 +200,106 @@ impl Gate<'_> {
         let mut ordered: Vec<&Sample> = varied(samples).collect();
         let gate_seed = self.seed;
         let seed_of = |index: usize| match designed {
-            // the run index alone in bits 24 and 25: the first four runs take one kind each
-            Designed::Overflow => (gate_seed & !(0b11 << 24)) ^ ((index as u64) << 24),
+            // the run index alone in bits 24 and 25 (the first four runs take one kind each),
+            // and no led run's bits (a seed's own would make every run one)
+            Designed::Overflow => (gate_seed & !(0b11 << 24) & !Led::BITS) ^ ((index as u64) << 24),
             _ => gate_seed ^ ((index as u64) << 24),
         };
         let first_ramp = (0..designed.samples()).find(|&i| ramps(seed_of(i)));
         if let (Designed::Magnitudes, Some(index)) = (designed, first_ramp) {
             largest_at(&mut ordered, index);
         }
-        for (index, sample) in ordered.into_iter().take(designed.samples()).enumerate() {
+        let taken: Vec<&Sample> = ordered.into_iter().take(designed.samples()).collect();
+        for (index, sample) in taken.iter().enumerate() {
             let seed = seed_of(index);
-            let before = self.diagnostics.len();
-            match self.designed_one(designed, kernel, dtype, sample, seed) {
+            match self.designed_run(kernel, dtype, sample, (designed, seed, &[])) {
                 None => continue,
                 Some(true) => {
                     checked += 1;
                     straddled |= designed == Designed::Overflow && straddles(seed, dtype);
                 }
-                Some(false) => {
-                    let replay = Replay {
-                        kernel,
-                        dtype,
-                        seed,
-                        check: designed.check(),
-                        keep: Keep::Admitted,
-                    };
-                    self.shrink_report(before, &replay, sample);
-                    return false;
+                Some(false) => return false,
+            }
+        }
+        let led = match designed {
+            Designed::Overflow => match self.led_runs(kernel, dtype, &taken, seed_of(0)) {
+                Some(runs) => runs,
+                None => return false,
+            },
+            _ => 0,
+        };
+        self.evidence
+            .rows
+            .push(designed.row(dtype, checked, straddled, led));
+        true
+    }
+
+    /// Both led runs ([`super::threshold`]) on each of [`led_samples`], the semantics traced
+    /// once per sample: how many ran, or `None` after reporting a failure.
+    fn led_runs(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        taken: &[&Sample],
+        seed: u64,
+    ) -> Option<usize> {
+        let mut ran = 0;
+        let seed = Led::Past.seed(seed);
+        for sample in led_samples(taken) {
+            let Some(traced) = Traced::of(&self.domain, kernel, sample, dtype, seed) else {
+                continue;
+            };
+            for led in Led::BOTH {
+                let Some(placed) = traced.placements(led, dtype) else {
+                    continue;
+                };
+                let designed = (Designed::Overflow, led.seed(seed), placed.as_slice());
+                match self.designed_run(kernel, dtype, sample, designed) {
+                    None => {}
+                    Some(true) => ran += 1,
+                    Some(false) => return None,
                 }
             }
         }
-        self.evidence
-            .rows
-            .push(designed.row(dtype, checked, straddled));
-        true
+        Some(ran)
     }
+
+    /// [`Gate::designed_call`], a failure reported with its smallest sample.
+    fn designed_run(
+        &mut self,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        (designed, seed, placed): (Designed, u64, &[Placed]),
+    ) -> Option<bool> {
+        let before = self.diagnostics.len();
+        let held = self.designed_call(designed, kernel, dtype, sample, (seed, placed))?;
+        if !held {
+            let replay = Replay {
+                kernel,
+                dtype,
+                seed,
+                check: designed.check(),
+                keep: Keep::Admitted,
+            };
+            self.shrink_report(before, &replay, sample);
+        }
+        Some(held)
+    }
+}
+
+/// The samples led runs take ([`super::threshold`]): the first, and the one with the most
+/// input elements (within [`LED_ELEMENTS`]: the semantics are traced on it), whose wider rows
+/// reach a kernel's vector code.
+fn led_samples<'s>(taken: &[&'s Sample]) -> impl Iterator<Item = &'s Sample> {
+    let first = taken.first().copied();
+    let fits = taken
+        .iter()
+        .copied()
+        .filter(|s| s.elements() <= LED_ELEMENTS);
+    let largest = fits.max_by_key(|s| s.elements());
+    let largest = largest.filter(|l| first.is_none_or(|f| !std::ptr::eq(*l, f)));
+    first.into_iter().chain(largest)
 }
 
 /// Moves the sample with the most input elements to `index`: the first ramp runs on it, so
@@ -285,22 +360,36 @@ impl Gate<'_> {
         sample: &Sample,
         seed: u64,
     ) -> Option<bool> {
+        let placed = match (designed, Led::of(seed)) {
+            (Designed::Overflow, Some(led)) => {
+                let traced = Traced::of(&self.domain, kernel, sample, dtype, seed)?;
+                traced.placements(led, dtype)?
+            }
+            _ => Vec::new(),
+        };
+        self.designed_call(designed, kernel, dtype, sample, (seed, &placed))
+    }
+
+    /// [`Gate::designed_one`] with the `placed` elements set over the operands `seed` fills.
+    fn designed_call(
+        &mut self,
+        designed: Designed,
+        kernel: &Kernel<'_>,
+        dtype: DType,
+        sample: &Sample,
+        (seed, placed): (u64, &[Placed]),
+    ) -> Option<bool> {
         let runs = self.levels.main_only();
-        let outcome = call_filled(
-            kernel,
-            &self.domain,
-            sample,
-            dtype,
-            designed.fill(seed),
-            runs,
-        );
+        let fill = designed.fill(Led::fill_seed(seed));
+        let outcome = call_placed(kernel, &self.domain, sample, dtype, (fill, placed), runs);
         // The admitted-domain check reports refusals and crashes.
         let Outcome::Accepted(accepted) = outcome else {
             return None;
         };
         self.paths_reached(dtype, &accepted.paths);
         let predicted = accepted.shapes();
-        let held = self.noted(designed.operands(), |gate| {
+        let operands = Led::of(seed).map_or(designed.operands(), Led::operands);
+        let held = self.noted(operands, |gate| {
             gate.values_hold(
                 kernel,
                 dtype,

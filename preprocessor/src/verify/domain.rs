@@ -3,12 +3,12 @@
 
 use super::constraints::Verdict;
 use super::run::{Outcome, Runs, call};
-use super::sample::{Rng, Sample};
+use super::sample::{Param, Rng, Sample};
 use super::{Admitted, Breaking, Gate, VerifyOptions};
 use crate::contract::raw::RawContract;
 use crate::diag::Code;
 use crate::providers::Kernel;
-use fkc_provider::DType;
+use fkc_provider::{DType, ParamKind};
 use std::ops::Range;
 
 /// Candidates drawn per wanted sample before giving up, and a hard cap, so that sampling takes
@@ -247,6 +247,50 @@ impl Gate<'_> {
         }
     }
 
+    /// Every value of an enumeration or boolean field on an admitted sample whose integer
+    /// fields are all at least 1, where one is admitted: a choice shows where every other
+    /// field is in play (a padding of 0 hides a divisor that counts the padding). The first
+    /// such sample with the field set to the value is added where none had it.
+    pub(super) fn cover_choices(&self, dtype: DType, admitted: &mut Admitted) {
+        let busy = |sample: &Sample| {
+            sample.params.iter().all(|(_, param)| match param {
+                Param::Int(v) => *v >= 1,
+                Param::Ints(vs) => vs.iter().all(|v| *v >= 1),
+                Param::Float(_) | Param::Bool(_) | Param::Text(_) => true,
+            })
+        };
+        let fields: Vec<(&str, Vec<Param>)> = (self.domain.drawn_params())
+            .zip(self.domain.choices())
+            .filter_map(|((name, kind), (_, choices))| match kind {
+                ParamKind::Bool => Some((name, vec![Param::Bool(false), Param::Bool(true)])),
+                ParamKind::Enum => {
+                    let texts = choices.iter().map(|c| Param::Text((*c).to_owned()));
+                    Some((name, texts.collect()))
+                }
+                _ => None,
+            })
+            .collect();
+        for (name, choices) in fields {
+            for choice in choices {
+                let with = |s: &Sample| busy(s) && s.param(name) == Some(&choice);
+                if !admitted.iter().any(|(s, _)| busy(s)) || admitted.iter().any(|(s, _)| with(s)) {
+                    continue;
+                }
+                let found = admitted
+                    .iter()
+                    .filter(|(s, _)| busy(s))
+                    .find_map(|(sample, _)| {
+                        let candidate = sample.with_param(name, choice.clone());
+                        match self.domain.verdict(&candidate, dtype) {
+                            Verdict::Admitted { outputs } => Some((candidate, outputs)),
+                            _ => None,
+                        }
+                    });
+                admitted.extend(found);
+            }
+        }
+    }
+
     /// The first of `tries` candidates from `draw` (`None`: a candidate passed over) that the
     /// domain admits, with its outputs.
     pub(super) fn first_admitted(
@@ -337,6 +381,7 @@ impl Gate<'_> {
         self.add_edge_samples(dtype, &mut admitted, quota);
         self.cover_conditions(dtype, &mut rng, &mut admitted);
         self.cover_optional_inputs(dtype, &mut admitted);
+        self.cover_choices(dtype, &mut admitted);
         self.cover_ranks(dtype, &mut rng, &mut admitted);
         self.designed_edges = self.add_designed_edges(dtype, &mut admitted);
         self.break_by_moving_one_variable(dtype, &admitted, &mut breaking, constraints, quota);

@@ -250,6 +250,10 @@ fn near_underflow(rng: &mut Rng, dtype: DType) -> f64 {
     signed_power(rng, low, high)
 }
 
+/// The bit of a [`Fill::NearOverflow`] run's seed that makes it a led run
+/// ([`super::threshold`]): its operands zeros, the elements the run designs set over them.
+pub(super) const LED_RUN: u64 = 1 << 62;
+
 /// The kind of a [`Fill::NearOverflow`] run, by the run index in bits 24 and 25 of its seed
 /// (the overflow attack puts it there, not mixed with the gate's seed, so that its first four
 /// runs are one of each).
@@ -264,10 +268,15 @@ enum OverflowRun {
     /// largest lands exactly on the tie. Formats of 16 bits or fewer only; wider ones take
     /// halves and roots in these runs.
     Straddle { dense: bool },
+    /// A led run ([`super::threshold`]): zeros, the elements it designs set over them.
+    Led,
 }
 
 impl OverflowRun {
     fn of(seed: u64, dtype: DType) -> OverflowRun {
+        if seed & LED_RUN != 0 {
+            return OverflowRun::Led;
+        }
         let narrow = dtype.size_bytes() <= 2;
         match ((seed >> 24) & 3, narrow) {
             (0, _) | (3, false) => OverflowRun::Halves,
@@ -285,6 +294,7 @@ impl OverflowRun {
             OverflowRun::Halves => near_overflow(rng, dtype),
             OverflowRun::Roots => overflow_root(rng, dtype),
             OverflowRun::Straddle { dense } => overflow_straddle(rng, dtype, dense),
+            OverflowRun::Led => 0.0,
         }
     }
 }

@@ -44,6 +44,7 @@ mod semantic;
 mod shrink;
 mod special;
 mod stretch;
+mod threshold;
 mod unchecked;
 mod value_range;
 mod values;

@@ -121,14 +121,25 @@ pub struct Runs<'a> {
     pub others: &'a [String],
 }
 
+/// One operand element a designed run sets, over what its fill gives: the kernel's operand
+/// slot, the element's row-major index, its value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Placed {
+    pub slot: usize,
+    pub flat: usize,
+    pub value: f64,
+}
+
 /// The operands of a call on `sample`, filled by `fill` in `dtype` (an operand of its own dtype
-/// in that one); an input with `values` bounds gets elements within them.
+/// in that one), then the `placed` elements set; an input with `values` bounds gets elements
+/// within them (and none placed).
 pub(crate) fn operands(
     kernel: &EntryPointInfo,
     sample: &Sample,
     dtype: DType,
     fill: Fill,
     bounds: &[ValueBound],
+    placed: &[Placed],
 ) -> Result<Vec<Option<Operand>>, CallError> {
     let seed = fill.seed();
     let mut rng = Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15);
@@ -136,7 +147,8 @@ pub(crate) fn operands(
     kernel
         .inputs
         .iter()
-        .map(|desc| {
+        .enumerate()
+        .map(|(slot, desc)| {
             let Some((_, dims, present)) =
                 sample.inputs.iter().find(|(name, _, _)| *name == desc.name)
             else {
@@ -158,7 +170,12 @@ pub(crate) fn operands(
                     .map(|t| Some(Operand::contiguous(t)))
                     .map_err(CallError::Operand);
             }
-            let values = fill.values(&mut rng, dtype, count, small);
+            let mut values = fill.values(&mut rng, dtype, count, small);
+            for placed in placed.iter().filter(|p| p.slot == slot) {
+                if let Some(value) = values.get_mut(placed.flat) {
+                    *value = placed.value;
+                }
+            }
             tensor_of(dtype, &shape, &values)
                 .map(|t| Some(Operand::contiguous(t)))
                 .map_err(CallError::Operand)
@@ -201,7 +218,7 @@ pub(crate) fn arguments(
     bounds: &[ValueBound],
 ) -> Result<(Vec<Option<Operand>>, ParamValues), CallError> {
     Ok((
-        operands(kernel, sample, dtype, fill, bounds)?,
+        operands(kernel, sample, dtype, fill, bounds, &[])?,
         params(kernel, sample)?,
     ))
 }
@@ -253,8 +270,22 @@ pub fn call_filled(
     fill: Fill,
     runs: Runs<'_>,
 ) -> Outcome {
+    call_placed(kernel, domain, sample, dtype, (fill, &[]), runs)
+}
+
+/// [`call_filled`] with the `placed` elements set over what the fill gives.
+pub(crate) fn call_placed(
+    kernel: &Kernel<'_>,
+    domain: &Domain<'_>,
+    sample: &Sample,
+    dtype: DType,
+    (fill, placed): (Fill, &[Placed]),
+    runs: Runs<'_>,
+) -> Outcome {
     let bounds = domain.value_bounds(sample, dtype);
-    let (operands, values) = match arguments(kernel, sample, dtype, fill, &bounds) {
+    let arguments = operands(kernel, sample, dtype, fill, &bounds, placed)
+        .and_then(|operands| Ok((operands, params(kernel, sample)?)));
+    let (operands, values) = match arguments {
         Ok(arguments) => arguments,
         Err(error) => return Outcome::Skipped(error),
     };

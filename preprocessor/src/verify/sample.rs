@@ -290,6 +290,15 @@ impl Sample {
         self.params.iter().find(|(n, _)| n == name).map(|(_, p)| p)
     }
 
+    /// This sample with op-param `name` set to `value`.
+    pub fn with_param(&self, name: &str, value: Param) -> Sample {
+        let mut sample = self.clone();
+        if let Some((_, param)) = sample.params.iter_mut().find(|(n, _)| n == name) {
+            *param = value;
+        }
+        sample
+    }
+
     /// A one-line reproduction: `x: [1, 2, 3, 3], weight: [..], stride = (1, 1), …`.
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self

@@ -245,6 +245,23 @@ pub fn evaluate(
     }
 }
 
+/// The kernel's operand slot of the semantics' tensor `tensor` when it is one of the contract's
+/// inputs (the programs of a dtype share their tensors: the widest one says).
+pub fn input_slot(
+    domain: &Domain<'_>,
+    kernel: &Kernel<'_>,
+    dtype: DType,
+    tensor: usize,
+) -> Option<usize> {
+    let declared = domain.contract.semantics.as_ref()?;
+    let program = declared.widest_program(dtype)?;
+    let semantics::ir::Origin::Input(k) = program.tensors.get(tensor)?.origin else {
+        return None;
+    };
+    let name = &declared.signature.inputs.get(k)?.name;
+    kernel.inputs.iter().position(|d| d.name == *name)
+}
+
 /// The NaN policy a contract declares.
 pub fn nan_policy(raw: &RawContract) -> semantics::float::NanPolicy {
     use semantics::float::NanPolicy;

@@ -456,3 +456,35 @@ fn every_parameter_is_raised_at_once_on_one_designed_sample() {
     let room = first[2] >= 2 && first[3] >= 2;
     assert!(on.inputs[0].1 == *first || (!room && on.inputs[0].1.iter().all(|d| *d >= 6)));
 }
+
+#[test]
+fn every_choice_of_a_field_runs_where_every_integer_field_is_at_least_one() {
+    let provider = synthetic(lenient);
+    let kernel = pool_kernel(&provider);
+    let text = POOL.replace(
+        "    stride: {",
+        "    padding: { kind: usize, constraint: \"2 * padding <= kernel_size\" }\n    divisor: { kind: enum, values: [window, valid, none] }\n    stride: {",
+    );
+    let (source, raw, contract) = read_resolved(&text);
+    let gate = Gate::new(&raw, &contract, &source, &kernel, 1);
+    let sample = |padding: i64, divisor: &str| Sample {
+        inputs: vec![("x".to_owned(), vec![1, 1, 4, 4], true)],
+        params: vec![
+            ("kernel_size".to_owned(), Param::Int(2)),
+            ("padding".to_owned(), Param::Int(padding)),
+            ("divisor".to_owned(), Param::Text(divisor.to_owned())),
+            ("stride".to_owned(), Param::Int(1)),
+        ],
+    };
+    let admitted = |s: Sample| match gate.domain.verdict(&s, DType::F32) {
+        constraints::Verdict::Admitted { outputs } => (s, outputs),
+        other => panic!("{other:?}: {}", s.describe()),
+    };
+    // `valid` ran only with a padding of 0, `none` never
+    let mut samples = vec![admitted(sample(1, "window")), admitted(sample(0, "valid"))];
+    gate.cover_choices(DType::F32, &mut samples);
+    let shown: Vec<String> = samples.iter().map(|(s, _)| s.describe()).collect();
+    assert_eq!(samples.len(), 4, "{shown:?}");
+    assert_eq!(samples[2].0, sample(1, "valid"), "{shown:?}");
+    assert_eq!(samples[3].0, sample(1, "none"), "{shown:?}");
+}

@@ -7,7 +7,7 @@
 use super::super::constraints::Domain;
 use super::super::run::{Input, params};
 use super::super::sample::Sample;
-use super::super::semantic::{Elements, Mode, evaluate, nan_policy};
+use super::super::semantic::{Elements, Mode, evaluate, input_slot, nan_policy};
 use super::candidates;
 use super::figure::{self, Combine};
 use super::focus::{Focus, Shown, Storage, Traced};
@@ -390,12 +390,7 @@ impl On<'_, '_> {
 
     /// The kernel's operand slot of one of the program's input tensors.
     fn slot(&self, tensor: usize) -> Option<usize> {
-        let semantics = self.domain.contract.semantics.as_ref()?;
-        let Origin::Input(k) = self.program()?.tensors.get(tensor)?.origin else {
-            return None;
-        };
-        let name = &semantics.signature.inputs.get(k)?.name;
-        self.kernel.inputs.iter().position(|d| d.name == *name)
+        input_slot(self.domain, self.kernel, self.dtype, tensor)
     }
 
     /// Makes one of the traced element's reads NaN (the middle one of those it reads), so
