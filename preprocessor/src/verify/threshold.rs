@@ -14,6 +14,7 @@ use super::fill::{Fill, LED_RUN};
 use super::run::{Placed, operands, oracle_inputs};
 use super::sample::Sample;
 use super::semantic::{Mode, Traces, evaluate, input_slot};
+use super::worked::rounds;
 use crate::providers::Kernel;
 use crate::semantics::Step;
 use crate::semantics::float::{largest, pow2};
@@ -115,7 +116,8 @@ type Reads = Vec<(usize, usize)>;
 impl Traced {
     /// The semantics traced on `sample` with the operands of a led run of `seed` before any is
     /// designed (zeros; an index its seeded value): `None` when `seed` is no led run, `dtype`
-    /// no narrow float or the semantics cannot be traced there.
+    /// no narrow float, the semantics never round (a selection, a copy: no sum to lead) or
+    /// cannot be traced there.
     pub(super) fn of(
         domain: &Domain<'_>,
         kernel: &Kernel<'_>,
@@ -124,6 +126,11 @@ impl Traced {
         seed: u64,
     ) -> Option<Traced> {
         Led::of(seed)?.steps(dtype)?;
+        // a selection or a copy never rounds: nothing to lead
+        let program = domain.contract.semantics.as_ref()?.widest_program(dtype)?;
+        if !rounds(program) {
+            return None;
+        }
         let bounds = domain.value_bounds(sample, dtype);
         let fill = Fill::NearOverflow(Led::fill_seed(seed));
         let zeros = operands(kernel, sample, dtype, fill, &bounds, &[]).ok()?;

@@ -12,9 +12,10 @@ mod figure;
 mod focus;
 mod statements;
 
-use super::sample::Sample;
+pub(super) use statements::rounds;
 
 use super::constraints::Domain;
+use super::sample::Sample;
 use crate::providers::Kernel;
 use fkc_provider::DType;
 
