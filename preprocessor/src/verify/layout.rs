@@ -364,23 +364,33 @@ impl Gate<'_> {
         dtype: DType,
         admitted: &[(Sample, Vec<Vec<i64>>)],
     ) {
-        let Some((sample, _)) = admitted.first() else {
-            return;
-        };
+        let mut tried: Vec<(String, &'static str, usize, &'static str)> = Vec::new();
         let seed = self.seed;
-        let before = self.diagnostics.len();
-        let Some(report) = self.layout_one(kernel, dtype, sample, seed) else {
-            let replay = Replay {
-                kernel,
-                dtype,
-                seed,
-                check: Check::Layout,
-                keep: Keep::Admitted,
+        let samples = layout_samples(admitted);
+        for sample in &samples {
+            let before = self.diagnostics.len();
+            let Some(report) = self.layout_one(kernel, dtype, sample, seed) else {
+                let replay = Replay {
+                    kernel,
+                    dtype,
+                    seed,
+                    check: Check::Layout,
+                    keep: Keep::Admitted,
+                };
+                self.shrink_report(before, &replay, sample);
+                return;
             };
-            self.shrink_report(before, &replay, sample);
-            return;
-        };
-        if report.tried.is_empty() {
+            for (input, flag, views, outcome) in report.tried {
+                let same = |t: &&mut (String, &str, usize, &str)| {
+                    t.0 == input && t.1 == flag && t.3 == outcome
+                };
+                match tried.iter_mut().find(same) {
+                    Some(entry) => entry.2 += views,
+                    None => tried.push((input, flag, views, outcome)),
+                }
+            }
+        }
+        if tried.is_empty() {
             self.not_checked(
                 "layout claims",
                 "no input of the sample has enough elements for a strided, offset, reversed or broadcast view",
@@ -388,16 +398,20 @@ impl Gate<'_> {
             return;
         }
         let summary =
-            super::grouped_by_outcome(report.tried.iter().map(|(input, flag, views, outcome)| {
+            super::grouped_by_outcome(tried.iter().map(|(input, flag, views, outcome)| {
                 let what = match views {
                     1 => format!("{flag} `{input}`"),
                     n => format!("{flag} `{input}` ({n} views)"),
                 };
                 (*outcome, what)
             }));
+        let on = match samples.len() {
+            1 => String::new(),
+            n => format!(", on {n} samples (the first and the one of the most axes longer than 1)"),
+        };
         self.evidence.rows.push((
             "layout claims".to_owned(),
-            format!("real views through `{}` — {summary}", kernel.symbol,),
+            format!("real views through `{}`{on} — {summary}", kernel.symbol),
         ));
     }
 
@@ -439,6 +453,24 @@ impl Gate<'_> {
         diagnostic.help.push(help.to_owned());
         None
     }
+}
+
+/// The samples layout views are tried on: the first admitted one, and the one whose present
+/// inputs have the most axes longer than 1 (the fewest elements among those): a view's middle
+/// axes, and a broadcast along an inner axis, show only where several axes are long.
+fn layout_samples(admitted: &[(Sample, Vec<Vec<i64>>)]) -> Vec<&Sample> {
+    let long_axes = |s: &Sample| {
+        let present = s.inputs.iter().filter(|(_, _, present)| *present);
+        present
+            .flat_map(|(_, dims, _)| dims)
+            .filter(|d| **d > 1)
+            .count()
+    };
+    let first = admitted.first().map(|(s, _)| s);
+    let busiest = (admitted.iter().map(|(s, _)| s))
+        .max_by_key(|s| (long_axes(s), std::cmp::Reverse(s.elements())))
+        .filter(|b| first.is_some_and(|f| long_axes(b) > long_axes(f)));
+    first.into_iter().chain(busiest).collect()
 }
 
 #[cfg(test)]
@@ -486,5 +518,29 @@ mod tests {
         assert_eq!(views_for("strided", &row).len(), 1);
         assert_eq!(views_for("reverse_strides", &row).len(), 1);
         assert_eq!(views_for("broadcast_stride0", &row).len(), 1);
+    }
+
+    #[test]
+    fn views_also_run_on_the_sample_of_the_most_long_axes_the_smallest_of_them() {
+        let sample = |dims: &[i64]| {
+            let inputs = vec![("x".to_owned(), dims.to_vec(), true)];
+            (
+                Sample {
+                    inputs,
+                    params: Vec::new(),
+                },
+                Vec::new(),
+            )
+        };
+        let admitted = [
+            sample(&[1, 1, 4, 4]),
+            sample(&[2, 3, 4, 5]),
+            sample(&[2, 3, 4, 4]),
+            sample(&[1, 6, 6, 6]),
+        ];
+        let chosen: Vec<&Sample> = layout_samples(&admitted);
+        assert_eq!(chosen, [&admitted[0].0, &admitted[2].0]);
+        // the first has as many long axes as any: it alone
+        assert_eq!(layout_samples(&admitted[1..]), [&admitted[1].0]);
     }
 }
