@@ -15,7 +15,7 @@ mod pool;
 
 use fkc_provider::identity::content_hash;
 use fkc_provider::protocol::{Hello, Method, encode_operands};
-use fkc_provider::{AnyTensor, Description, EntryPointInfo, Operand, ParamValues, Registry};
+use fkc_provider::{AnyTensor, Description, EntryPointInfo, KernelRef, Operand, ParamValues, Registry};
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -122,8 +122,30 @@ pub struct Provider {
 
 #[derive(Debug)]
 enum Backend {
-    InProcess(&'static Registry),
+    InProcess(Linked),
     Child(pool::Pool),
+}
+
+/// A registry linked into this process, its entry points found by symbol in one lookup (a
+/// registry may hold thousands, and the gate calls them tens of thousands of times).
+#[derive(Debug)]
+struct Linked {
+    registry: &'static Registry,
+    by_symbol: HashMap<&'static str, &'static KernelRef>,
+}
+
+impl Linked {
+    fn new(registry: &'static Registry) -> Linked {
+        let mut by_symbol = HashMap::with_capacity(registry.entry_points.len());
+        // The first of two entry points with one symbol wins, as `Registry::entry_point` finds it.
+        for kernel in registry.entry_points {
+            by_symbol.entry(kernel.symbol).or_insert(kernel);
+        }
+        Linked {
+            registry,
+            by_symbol,
+        }
+    }
 }
 
 impl Provider {
@@ -136,7 +158,7 @@ impl Provider {
         Provider {
             hello: Hello::of(registry),
             description: Description::from(registry),
-            backend: Backend::InProcess(registry),
+            backend: Backend::InProcess(Linked::new(registry)),
             name: registry.name.to_owned(),
             identity: None,
             ledger,
@@ -201,8 +223,8 @@ impl Provider {
     pub fn identity(&self) -> Option<String> {
         match self.backend {
             // One binary may link several registries: the registry is part of the identity.
-            Backend::InProcess(registry) => fkc_provider::identity::own_binary()
-                .map(|build| format!("{build} {}", registry.path)),
+            Backend::InProcess(ref linked) => fkc_provider::identity::own_binary()
+                .map(|build| format!("{build} {}", linked.registry.path)),
             Backend::Child(_) => self.identity.clone(),
         }
     }
@@ -249,7 +271,7 @@ impl Provider {
         how: How<'_>,
     ) -> Traced {
         self.guarded(symbol, || match &self.backend {
-            Backend::InProcess(registry) => match registry.entry_point(symbol) {
+            Backend::InProcess(linked) => match linked.by_symbol.get(symbol) {
                 Some(kernel) => {
                     let (outcome, paths) = fkc_provider::call::record(how.level, || {
                         in_process(|| (kernel.call)(operands, params))
@@ -285,7 +307,7 @@ impl Provider {
     ) -> CallOutcome {
         let key = format!("execute:{op_kind}");
         self.guarded(&key, || match &self.backend {
-            Backend::InProcess(registry) => Traced::untraced(match registry.executor {
+            Backend::InProcess(linked) => Traced::untraced(match linked.registry.executor {
                 Some(execute) => in_process(|| execute(op_kind, params, operands)),
                 None => CallOutcome::Rejected("the provider has no executor".to_owned()),
             }),

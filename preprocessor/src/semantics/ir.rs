@@ -429,6 +429,20 @@ impl PartialEq for ParamValue {
     }
 }
 
+impl Eq for ParamValue {}
+
+/// Hashes what [`PartialEq`] compares: a float's bits.
+impl std::hash::Hash for ParamValue {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            ParamValue::Int(v) => v.hash(state),
+            ParamValue::Tuple(v) => v.hash(state),
+            ParamValue::Float(v) => v.to_bits().hash(state),
+        }
+    }
+}
+
 /// `Σ coeffs[i]·vᵢ + offset` over the nest's variables (outermost first).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Form {
@@ -521,11 +535,13 @@ pub struct NestPlan {
 /// several times; each lowering is done once.
 #[derive(Default)]
 pub struct Lowered(
-    pub(super) std::sync::Mutex<Vec<(LoweredKey, std::sync::Arc<dyn std::any::Any + Send + Sync>)>>,
+    pub(super)  std::sync::Mutex<
+        std::collections::HashMap<LoweredKey, std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+    >,
 );
 
 /// What a lowering depends on (never the operands' values).
-#[derive(PartialEq)]
+#[derive(PartialEq, Eq, Hash)]
 pub(super) struct LoweredKey {
     pub(super) arith: &'static str,
     pub(super) dtype: DType,

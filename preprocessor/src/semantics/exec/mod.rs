@@ -69,7 +69,7 @@ pub fn run_within<A: Arith>(
 }
 
 /// How many samples' forms a program keeps.
-const LOWERED: usize = 8;
+const LOWERED: usize = 128;
 
 impl Lowered {
     /// The forms for `inputs` in `A`, lowered by `lower` the first time (`None`: not run by the
@@ -90,23 +90,18 @@ impl Lowered {
             outputs: inputs.outputs.to_vec(),
             params: inputs.params.to_vec(),
         };
-        let found = {
-            let cache = self.0.lock().ok()?;
-            cache
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, code)| Arc::clone(code))
-        };
+        let found = self.0.lock().ok()?.get(&key).map(Arc::clone);
         let code = match found {
             Some(code) => code,
             None => {
                 let lowered: Option<Arc<[Code<A::V>]>> = lower().map(Into::into);
                 let code: Arc<dyn Any + Send + Sync> = Arc::new(lowered);
                 let mut cache = self.0.lock().ok()?;
+                // Bounded: past that many samples, the forms start afresh.
                 if cache.len() >= LOWERED {
-                    cache.remove(0);
+                    cache.clear();
                 }
-                cache.push((key, Arc::clone(&code)));
+                cache.insert(key, Arc::clone(&code));
                 code
             }
         };
