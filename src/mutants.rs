@@ -170,6 +170,33 @@ pub enum Mutant {
     /// `embedding`: each row is copied through `f64` (`from_f64(v.to_f64())`, the widening
     /// kept from being folded away), exact for every number but quieting a signalling NaN.
     EmbeddingRowsThroughF64,
+    /// Every common kernel: a view that covers its storage exactly (offset 0, no gaps) is taken
+    /// as packed and its storage copied as it lies — wrong for a transposed view.
+    PackDenseAsStored,
+    /// The contiguous-only kernels (convolutions, max pooling): a view that covers its storage
+    /// exactly is accepted as contiguous and its storage read as it lies — a transposed view is
+    /// neither refused nor read right.
+    DenseViewTakenAsPacked,
+    /// `gelu`: a zero operand short-cut to `+0.0` (skipping `erf`), so `gelu(-0.0)` loses its
+    /// sign.
+    GeluZeroShortcut,
+}
+
+/// The planted dense-view mutants' test: `operand` covers its `stored` elements exactly, with
+/// positive strides from offset 0 (dense in some order of its axes, not necessarily row-major).
+pub(crate) fn covers_its_storage(operand: &fkc_provider::Operand, stored: usize) -> bool {
+    let mut axes: Vec<(isize, usize)> = (operand.strides().iter().copied())
+        .zip(operand.shape().iter().copied())
+        .filter(|&(_, d)| d > 1)
+        .collect();
+    axes.sort_unstable();
+    let mut step = 1isize;
+    let mut dense = operand.offset() == 0;
+    for (stride, d) in axes {
+        dense &= stride == step;
+        step = step.saturating_mul(isize::try_from(d).unwrap_or(isize::MAX));
+    }
+    dense && usize::try_from(step).is_ok_and(|n| n == stored)
 }
 
 #[cfg(feature = "mutants")]

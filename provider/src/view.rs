@@ -356,6 +356,45 @@ pub fn pitch_view_along(t: &AnyTensor, axis: usize) -> Option<Operand> {
     Operand::view(Arc::new(storage), shape, strides, 0).ok()
 }
 
+/// A view with the same logical values as `t` whose storage holds them with the axes in
+/// reverse order — a transposed tensor, column-major: dense, from offset 0, exactly as long as
+/// `t`, yet not row-major (`strided` flag). A kernel that takes any dense view for packed reads
+/// it wrong. `None` when `t` has fewer than two axes of size > 1 (the order cannot then be
+/// told apart from row-major).
+pub fn transposed_view_of(t: &AnyTensor) -> Option<Operand> {
+    let shape = t.shape().to_vec();
+    if shape.iter().filter(|&&d| d > 1).count() < 2 || shape.contains(&0) {
+        return None;
+    }
+    // Column-major strides: axis k steps over the product of the axes before it.
+    let mut strides = Vec::with_capacity(shape.len());
+    let mut step = 1usize;
+    for &d in &shape {
+        strides.push(isize::try_from(step).ok()?);
+        step = step.checked_mul(d)?;
+    }
+    let bits = t.to_bits();
+    let mut stored = vec![0u64; bits.len()];
+    let view = Operand::view(
+        Arc::new(AnyTensor::from_bits(t.dtype(), &[bits.len()], &stored).ok()?),
+        shape.clone(),
+        strides.clone(),
+        0,
+    )
+    .ok()?;
+    // The view's storage index of each logical element, in row-major logical order.
+    let mut logical = bits.iter();
+    let mut placed = true;
+    view.for_each_storage_index(|at| match (stored.get_mut(at), logical.next()) {
+        (Some(slot), Some(&b)) => *slot = b,
+        _ => placed = false,
+    });
+    let storage = AnyTensor::from_bits(t.dtype(), &[stored.len()], &stored).ok()?;
+    placed
+        .then(|| Operand::view(Arc::new(storage), shape, strides, 0).ok())
+        .flatten()
+}
+
 /// A view with the same logical values as `t` that reads one slice of an axis along which
 /// `t` is constant (all slices bitwise equal) through stride 0 (`broadcast_stride0` flag;
 /// axes before it may also show `strided`). The first such axis of size > 1 is used.
@@ -419,6 +458,20 @@ mod tests {
         let mut out = Vec::new();
         op.for_each_storage_index(|i| out.push(storage[i]));
         out
+    }
+
+    #[test]
+    fn a_transposed_view_is_dense_from_offset_0_yet_strided() {
+        let t = arange(&[2, 3]);
+        let view = transposed_view_of(&t).unwrap();
+        assert_eq!(view.strides(), [1, 2]);
+        assert_eq!(view.storage().to_f64_vec(), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+        assert_eq!(view.packed().unwrap().to_bits(), t.to_bits());
+        let flags = view.layout();
+        assert!(flags.strided && !flags.start_offset && !flags.reverse_strides);
+        // one long axis: a column-major storage is the row-major one
+        assert!(transposed_view_of(&arange(&[1, 4, 1])).is_none());
+        assert!(transposed_view_of(&arange(&[2, 0, 3])).is_none());
     }
 
     #[test]

@@ -89,6 +89,15 @@ fn pack<'a, U: Scalar>(
         let data: Vec<U> = t.data().iter().copied().cycle().take(n).collect();
         return Ok(Cow::Owned(RefTensor::from_vec(data, operand.shape())?));
     }
+    if active(Mutant::PackDenseAsStored)
+        && let Some(t) = U::peel(operand.storage())
+        && crate::mutants::covers_its_storage(operand, t.data().len())
+    {
+        return Ok(Cow::Owned(RefTensor::from_vec(
+            t.data().to_vec(),
+            operand.shape(),
+        )?));
+    }
     let mut packed = operand.packed()?;
     if packed.dtype() != U::DTYPE && active(Mutant::FloatOperandsConverted) {
         packed = AnyTensor::from_f64(U::DTYPE, operand.shape(), &packed.to_f64_vec())?;

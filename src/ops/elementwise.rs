@@ -189,6 +189,9 @@ pub fn leaky_relu<T: Element>(
 
 /// `0.5 · x · (1 + erf(x / √2))` in `f64` (`libm::erf`), operations in that order.
 fn gelu_f64(x: f64) -> f64 {
+    if x == 0.0 && active(Mutant::GeluZeroShortcut) {
+        return 0.0;
+    }
     if active(Mutant::GeluTanhApprox) {
         let c = (2.0 / std::f64::consts::PI).sqrt();
         return 0.5 * x * (1.0 + (c * (x + 0.044_715 * x * x * x)).tanh());

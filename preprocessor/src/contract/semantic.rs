@@ -51,9 +51,9 @@ pub struct Checked {
 }
 
 /// The most combinations of ranks a contract's semantics are checked at (per dtype).
-/// Three inputs of `rank: any` (ranks 0 to 6: 343 combinations, an elementwise `where` or
+/// Three inputs of `rank: any` (ranks 0 to 8: 729 combinations, an elementwise `where` or
 /// `clamp`) fit; four do not.
-pub const MAX_RANK_COMBINATIONS: usize = 512;
+pub const MAX_RANK_COMBINATIONS: usize = 1024;
 
 /// The contract's outputs, by name, and every combination of ranks the signature's tensors can
 /// have (inputs, then outputs) — `None` when there are more than [`MAX_RANK_COMBINATIONS`].

@@ -36,7 +36,7 @@ pub struct ValueBound {
     pub max: i64,
 }
 
-/// The largest dim of an input drawn at a rank past the random draws' (rank 6: 729 elements).
+/// The largest dim of an input drawn at a rank past the random draws' (rank 8: 6561 elements).
 pub const HIGH_RANK_DIMS: i64 = 3;
 
 impl ValueBound {

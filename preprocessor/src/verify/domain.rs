@@ -67,16 +67,15 @@ const UNDEFINED_SEARCH: usize = 400;
 
 impl Gate<'_> {
     /// The constraints must rule out every sample on which a `broadcast` or `reduce` shape rule
-    /// is undefined (shapes that do not broadcast, repeated axes): such a sample is admitted,
-    /// yet the contract cannot say what the kernel returns (FKC0401). `false` after reporting.
+    /// is undefined (shapes that do not broadcast, repeated axes) or a `from_params` rule cannot
+    /// be computed (a division by 0, an absent input's dims): such a sample is admitted, yet
+    /// the contract cannot say what the kernel returns (FKC0401). `false` after reporting.
     pub(super) fn shape_rules_defined(&mut self, dtype: DType, options: VerifyOptions) -> bool {
         use crate::contract::resolved::ShapeRule;
-        let shapes_itself = self
-            .domain
-            .contract
-            .outputs
-            .iter()
-            .any(|o| o.shape.as_ref().is_some_and(ShapeRule::is_partial));
+        let may_be_undefined =
+            |rule: &ShapeRule| rule.is_partial() || matches!(rule, ShapeRule::FromParams(_));
+        let shapes_itself = (self.domain.contract.outputs.iter())
+            .any(|o| o.shape.as_ref().is_some_and(may_be_undefined));
         if !shapes_itself {
             return true;
         }
@@ -107,7 +106,7 @@ impl Gate<'_> {
             ),
         );
         diagnostic.notes.push(note);
-        diagnostic.help.push("constrain the inputs so the rule always holds: shapes that broadcast (each pair of trailing dims equal or 1), distinct axes (`axes(axes, x.rank)`)".to_owned());
+        diagnostic.help.push("constrain the inputs and fields so the rule is defined on every sample they admit: shapes that broadcast (each pair of trailing dims equal or 1), distinct axes (`axes(axes, x.rank)`), no division by a field that may be 0, no dims of an optional input that may be absent".to_owned());
         false
     }
 
@@ -382,6 +381,7 @@ impl Gate<'_> {
         self.cover_conditions(dtype, &mut rng, &mut admitted);
         self.cover_optional_inputs(dtype, &mut admitted);
         self.cover_choices(dtype, &mut admitted);
+        self.cover_zero_fields(dtype, &mut admitted);
         self.cover_ranks(dtype, &mut rng, &mut admitted);
         self.designed_edges = self.add_designed_edges(dtype, &mut admitted);
         self.break_by_moving_one_variable(dtype, &admitted, &mut breaking, constraints, quota);

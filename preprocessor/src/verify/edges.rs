@@ -6,7 +6,8 @@
 //! present (a stride, a dilation, groups and an output padding together, where a kernel's
 //! handling of one may forget another), and each `rank: any` input at the ranks past the
 //! random draws' (code a kernel keeps for high ranks), and each float parameter at 1/6 in its
-//! own type (integer sums times it land on halves only after that type's rounding).
+//! own type (integer sums times it land on halves only after that type's rounding); and each
+//! unsigned integer field at 0 where an admitted sample can have it.
 
 use super::constraints::{self, Verdict};
 use super::reach::with_param;
@@ -20,6 +21,9 @@ use fkc_provider::{DType, ParamKind};
 /// just above it in `f64` — so a kernel computing in a wider type than the contract says
 /// rounds about one output in twelve the other way.
 const TIE_MAKER: f64 = 1.0 / 6.0;
+
+/// Mixed into the gate's seed for the draws of samples with an integer field at 0.
+const ZERO_FIELD_SEED: u64 = 0x0a11_2a4c_5e4d_0007;
 
 /// Mixed into the gate's seed for the high-rank samples' own draws.
 const HIGH_RANK_SEED: u64 = 0x0a11_2a4c_5e4d_0006;
@@ -53,6 +57,48 @@ impl Gate<'_> {
         }
     }
 
+    /// Adds, for each unsigned integer field (each element of a tuple) that no admitted sample
+    /// has at 0, the first admitted sample with it moved to 0 — from the admitted samples, then
+    /// from fresh draws with it forced there. Moving one variable of the first samples (see
+    /// [`Gate::add_edge_samples`]) often breaks another constraint on the way (a padding bounded
+    /// by the window), so a constraint that forgets to rule 0 out (`kernel_size > 0` dropped)
+    /// would be met only at some seeds.
+    pub(super) fn cover_zero_fields(&self, dtype: DType, admitted: &mut Admitted) {
+        const FRESH: usize = 32;
+        let mut rng = Rng::new(self.seed ^ ZERO_FIELD_SEED);
+        let fields: Vec<(&str, usize)> = (self.domain.drawn_params())
+            .filter_map(|(name, kind)| match kind {
+                ParamKind::Usize => Some((name, 1)),
+                ParamKind::UsizePair => Some((name, 2)),
+                ParamKind::UsizeArray4 => Some((name, 4)),
+                _ => None,
+            })
+            .collect();
+        for (name, width) in fields {
+            for element in 0..width {
+                let zeroed = |mut sample: Sample| {
+                    let (_, param) = sample.params.iter_mut().find(|(n, _)| n == name)?;
+                    *param.ints_mut().get_mut(element)? = 0;
+                    Some(sample)
+                };
+                let at_zero = |s: &Sample| {
+                    s.param(name)
+                        .is_some_and(|p| p.ints().get(element) == Some(&0))
+                };
+                if admitted.iter().any(|(s, _)| at_zero(s)) {
+                    continue;
+                }
+                let mut moved = admitted.iter().map(|(s, _)| zeroed(s.clone()));
+                let found = self
+                    .first_admitted(dtype, admitted.len(), || moved.next().flatten())
+                    .or_else(|| {
+                        self.first_admitted(dtype, FRESH, || zeroed(self.domain.draw(&mut rng)))
+                    });
+                admitted.extend(found);
+            }
+        }
+    }
+
     /// Adds the samples no random draw is likely to give, whatever the budget, last (the worked
     /// example is chosen among the others: these are not what a reader should see first):
     /// [`Gate::add_unit_inputs`] and [`Gate::add_structured_permutations`]. Returns how many.
@@ -68,7 +114,7 @@ impl Gate<'_> {
     }
 
     /// Adds, for each input of `rank: any`, an admitted sample at each rank past the random
-    /// draws' (5 and 6), its dims small, found among fresh draws at that rank (with a generator
+    /// draws' (5 to 8), its dims small, found among fresh draws at that rank (with a generator
     /// of its own: the other samples stay as they were), and the same under each structured
     /// permutation where it has a permutation parameter.
     pub(super) fn add_high_ranks(&self, dtype: DType, admitted: &mut Admitted) {

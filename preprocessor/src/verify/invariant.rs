@@ -1,7 +1,9 @@
 //! Parameters the bits do not depend on: `precision.independent_of: [threads]` promises that
 //! the outputs are bit for bit the same whatever those op-params' values (a thread count, a
-//! tile size). Every admitted sample whose value of such a parameter is not 1 runs again with
-//! it 1 (one thread), at the main instruction-set level, and the bits must be the same.
+//! tile size, a flag). Every admitted sample runs again with such a parameter at a reference
+//! value — an integer 1 (one thread), a boolean flipped, a float 1.0, an enumeration's other
+//! value — where that is another value and still admitted, at the main instruction-set level,
+//! and the bits must be the same.
 
 use super::Gate;
 use super::constraints::Verdict;
@@ -35,17 +37,12 @@ impl Gate<'_> {
                 self.not_a_param(&name, span);
                 return None;
             };
-            let unit = match param {
-                Param::Int(1) => continue,
-                Param::Int(_) => Param::Int(1),
-                Param::Ints(values) if values.iter().all(|v| *v == 1) => continue,
-                Param::Ints(values) => Param::Ints(vec![1; values.len()]),
-                // A thread count is an integer: other kinds have no one-unit reference.
-                Param::Float(_) | Param::Bool(_) | Param::Text(_) => continue,
+            let Some(other) = self.reference_value(&name, param) else {
+                continue;
             };
             let mut reference = sample.clone();
             if let Some((_, slot)) = reference.params.iter_mut().find(|(n, _)| *n == name) {
-                *slot = unit;
+                *slot = other;
             }
             if !matches!(
                 self.domain.verdict(&reference, dtype),
@@ -67,6 +64,24 @@ impl Gate<'_> {
         Some(())
     }
 
+    /// The value `param` is run again at: 1 for an integer (each element of a tuple), the
+    /// other boolean, 1.0 for a float, the enumeration's first other value; `None` where that
+    /// is the sample's own value.
+    fn reference_value(&self, name: &str, param: &Param) -> Option<Param> {
+        let reference = match param {
+            Param::Int(_) => Param::Int(1),
+            Param::Ints(values) => Param::Ints(vec![1; values.len()]),
+            Param::Bool(b) => Param::Bool(!b),
+            Param::Float(_) => Param::Float(crate::expr::Real(1.0)),
+            Param::Text(text) => {
+                let (_, choices) = self.domain.choices().find(|(n, _)| *n == name)?;
+                let other = choices.iter().find(|c| **c != text)?;
+                Param::Text((*other).to_owned())
+            }
+        };
+        (reference != *param).then_some(reference)
+    }
+
     fn depends_on(
         &mut self,
         kernel: &Kernel<'_>,
@@ -75,12 +90,17 @@ impl Gate<'_> {
         name: &str,
         span: std::ops::Range<usize>,
     ) {
+        let reference = sample
+            .param(name)
+            .and_then(|p| self.reference_value(name, p));
+        let reference = reference.as_ref();
         let diagnostic = self.error(
             Code::ParamChangesBits,
             span,
             format!(
-                "`{}` gives other bits with `{name}` 1 than with the sample's `{name}`",
-                kernel.symbol
+                "`{}` gives other bits with `{name}` {} than with the sample's `{name}`",
+                kernel.symbol,
+                reference.map_or_else(String::new, Param::written)
             ),
         );
         diagnostic.label = Some("the outputs are promised not to depend on it".to_owned());
@@ -116,7 +136,7 @@ impl Gate<'_> {
             if !named.is_empty() {
                 self.not_checked(
                     format!("`independent_of: [{}]`", named.join(", ").replace('`', "")),
-                    "no admitted sample had a value other than 1",
+                    "no admitted sample could be run again with another value of it (1, the other boolean, 1.0, another choice)",
                 );
             }
             return;
@@ -124,7 +144,9 @@ impl Gate<'_> {
         let parts: Vec<String> = self
             .independence_checked
             .iter()
-            .map(|(name, count)| format!("`{name}`: {count} samples run again with it 1"))
+            .map(|(name, count)| {
+                format!("`{name}`: {count} samples run again with it at another value")
+            })
             .collect();
         self.evidence.rows.push((
             "independent of".to_owned(),

@@ -1,10 +1,10 @@
 //! Layout claims, tested with real views at the executor boundary: for each input, a
-//! contiguous view over a longer storage, a strided view, a view with a start offset, a
-//! reversed view and a stride-0 broadcast view of the same logical values are passed to the
-//! kernel. A layout the contract rejects must be refused; one
-//! it accepts must give the contiguous result bit for bit. With
-//! `awkward_layout_strategy: requires_contiguous`, the planner's `Contiguize` kernel turns each
-//! view into a contiguous tensor, and the kernel's result must then be bitwise the contiguous one.
+//! contiguous view over a longer storage, strided views (a transposed one among them), a view
+//! with a start offset, a reversed view and a stride-0 broadcast view of the same logical values
+//! are passed to the kernel. A layout the contract rejects must be refused; one it accepts must
+//! give the contiguous result bit for bit. With `awkward_layout_strategy: requires_contiguous`,
+//! the planner's `Contiguize` kernel turns each view into a contiguous tensor, and the kernel's
+//! result must then be bitwise the contiguous one.
 
 use super::run::arguments;
 use super::sample::Sample;
@@ -13,7 +13,7 @@ use crate::contract::raw::{LayoutRequirement, RawContract, RawInput};
 use crate::providers::{CallOutcome, Kernel};
 use fkc_provider::view::{
     broadcast_view_of, offset_view_of, pitch_view_along, prefix_view_of, reversed_view_along,
-    row_pitch_view_of, strided_view_of,
+    row_pitch_view_of, strided_view_of, transposed_view_of,
 };
 use fkc_provider::{AnyTensor, DType, Operand, ParamValues};
 
@@ -258,7 +258,8 @@ fn requirement(input: &RawInput, flag: &str) -> Option<LayoutRequirement> {
 
 /// The views with `flag` of `operand`'s values, each named, with the contiguous tensor of the
 /// same logical values: a packed prefix of a longer storage (contiguous, yet not the whole
-/// storage); strides doubled and rows a pitch apart (a slice of a wider tensor);
+/// storage); strides doubled, rows a pitch apart (a slice of a wider tensor) and the axes
+/// stored in reverse order (a transposed tensor: dense, but not row-major);
 /// an offset start; the first and the last axis of size > 1 reversed; and, for broadcast, the
 /// operand made constant along its first and along its last axis of size > 1, read through
 /// stride 0. A kernel that handles only the outermost broadcast or reversal, or a unit
@@ -291,6 +292,11 @@ fn views_for(flag: &str, operand: &Operand) -> Vec<(String, AnyTensor, Operand)>
             named(
                 "rows a pitch apart".to_owned(),
                 row_pitch_view_of(&tensor),
+                &tensor,
+            ),
+            named(
+                "axes stored in reverse order (transposed, dense from offset 0)".to_owned(),
+                transposed_view_of(&tensor),
                 &tensor,
             ),
         ]
@@ -509,7 +515,7 @@ mod tests {
     fn strided_views_double_the_strides_and_pitch_the_rows() {
         let views = views_for("strided", &operand(&[2, 3]));
         let strides: Vec<&[isize]> = views.iter().map(|(_, _, v)| v.strides()).collect();
-        assert_eq!(strides, [&[6, 2][..], &[4, 1][..]]);
+        assert_eq!(strides, [&[6, 2][..], &[4, 1][..], &[1, 2][..]]);
         for (name, tensor, view) in &views {
             assert_eq!(&view.packed().unwrap(), tensor, "{name}");
         }

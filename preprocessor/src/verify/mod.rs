@@ -46,6 +46,7 @@ mod special;
 mod stretch;
 mod threshold;
 mod unchecked;
+mod unshaped;
 mod value_range;
 mod values;
 pub mod worked;
@@ -139,7 +140,9 @@ pub fn verify(
         gate.empty_domain(options, Some(&proof));
         return (gate.evidence, gate.diagnostics);
     }
-    if !gate.shape_rules_defined(first_dtype, options) {
+    if !gate.shape_rules_defined(first_dtype, options)
+        || !gate.unshaped_refused(&first_kernel, first_dtype)
+    {
         return (gate.evidence, gate.diagnostics);
     }
     let (admitted, breaking) = gate.draw(first_dtype, options);

@@ -80,7 +80,7 @@ impl Param {
     }
 
     /// The value as [`Sample::describe`] writes it (and [`Sample::parse`] reads it).
-    fn written(&self) -> String {
+    pub(super) fn written(&self) -> String {
         let list = |vs: &[i64]| {
             vs.iter()
                 .map(ToString::to_string)

@@ -30,6 +30,8 @@ pub(super) enum Claim {
     Ulps(u64, f64),
     /// A special value where the element's sums give another.
     Special,
+    /// A zero of the other sign than the semantics' exact zero.
+    ZeroSign,
 }
 
 /// The precision a contract states.
@@ -234,6 +236,7 @@ impl Gate<'_> {
                 format!("within {n} ulps of {} ({tolerance:e})", dtype.name())
             }
             Claim::Special => "as some order of its sums gives it".to_owned(),
+            Claim::ZeroSign => "a zero of the sign the semantics' exact zero has".to_owned(),
         };
         let source = match (self.named_oracle, claim) {
             (Some(n), _) => format!("`{}`'s value is", n.kernel.symbol),
@@ -275,6 +278,7 @@ impl Gate<'_> {
         diagnostic.help.push(match claim {
             Claim::Ordered => "keep the written order (no reassociation, no FMA, no wider accumulator), or drop the claim".to_owned(),
             Claim::Special => "state what the kernel does with a NaN operand (`precision.nan: propagate` or `ignore`), or fix the kernel".to_owned(),
+            Claim::ZeroSign => "keep the zero's sign as the semantics compute it (`x == 0 ? 0 : …` returns +0 for -0), or write the semantics the kernel follows".to_owned(),
             _ => "fix the kernel, or state the precision it really has".to_owned(),
         });
     }
@@ -298,6 +302,13 @@ fn allowance(
         return if held { Ok(0.0) } else { Err(Claim::Special) };
     }
     let exact = reference.unwrap_or(want.value);
+    // Where the semantics give an exact zero (no rounding on the way), its sign is part of
+    // the value whatever the tolerance: `gelu(-0.0)` is `-0.0`.
+    let sign_known = want.error == 0.0 && exact == 0.0;
+    let signs_differ = got.is_sign_negative() != exact.is_sign_negative();
+    if stated.max_ulp != Some(0) && got == 0.0 && sign_known && signs_differ {
+        return Err(Claim::ZeroSign);
+    }
     let error = (got - exact).abs();
     let authored = stated.max_absolute.is_some() || stated.max_relative.is_some();
     match (stated.max_ulp, authored) {
@@ -306,8 +317,6 @@ fn allowance(
             // correctly rounded result, as one multiply gives), and a zero's sign where the
             // exact value's is known (an exact result of the semantics).
             let correctly_rounded = crate::semantics::rounded::round(exact, dtype);
-            let sign_known = want.error == 0.0 && exact == 0.0;
-            let signs_differ = got.is_sign_negative() != exact.is_sign_negative();
             if got == correctly_rounded && !(sign_known && signs_differ) {
                 Ok(0.0)
             } else {

@@ -132,7 +132,7 @@ fn malformed_ranks_are_located_errors() {
 }
 
 /// Ranks that combine in more ways than the semantics are checked at (four inputs of any rank:
-/// 2401) are a budget error at the semantics, not an unbounded check.
+/// 6561) are a budget error at the semantics, not an unbounded check.
 #[test]
 fn too_many_rank_combinations_are_a_budget_error() {
     let body = any_rank_inputs(&["a", "b", "c", "d"]);
@@ -152,7 +152,7 @@ fn too_many_rank_combinations_are_a_budget_error() {
     assert!(!budget[0].help.is_empty());
 }
 
-/// Three inputs of any rank (343 combinations up to rank 6) are within the budget.
+/// Three inputs of any rank (729 combinations up to rank 8) are within the budget.
 #[test]
 fn three_inputs_of_any_rank_are_within_the_rank_budget() {
     let (_, report) = chapter(&any_rank_inputs(&["a", "b", "c"]));

@@ -345,6 +345,14 @@ const MUTANTS: &[(&str, &str, &str, Mutation)] = &[
         "max_pool2d",
         |k, o, v| planted(Mutant::PoolF16NanWidened, k, o, v),
     ),
+    // found by a tenth red-team round (2026-12-07), missed until a transposed view (dense from
+    // offset 0, not row-major) was among the strided views
+    (
+        "a view covering its storage exactly taken as packed (a transposed one accepted)",
+        "conv2d",
+        "conv2d",
+        |k, o, v| planted(Mutant::DenseViewTakenAsPacked, k, o, v),
+    ),
 ];
 
 /// The reference entry point run with `mutant` planted in the backend.
@@ -449,7 +457,7 @@ macro_rules! mutant_entry_points {
 
 mutant_entry_points!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26
+    26, 27
 );
 
 #[test]

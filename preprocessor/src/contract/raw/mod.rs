@@ -86,7 +86,7 @@ pub const ANY_RANK_SAMPLED: usize = 4;
 
 /// The highest rank the gate checks for `rank: any`: past the draws, a designed sample of small
 /// dims at each higher rank reaches code kept for ranks past 4.
-pub const ANY_RANK_CHECKED: usize = 6;
+pub const ANY_RANK_CHECKED: usize = 8;
 
 impl Rank {
     /// Exactly this rank.

@@ -1,5 +1,5 @@
 //! The outputs' shapes on a sample under the contract's shape rules, and where a `broadcast`
-//! or `reduce` rule is undefined.
+//! or `reduce` rule is undefined or a `from_params` rule cannot be computed.
 
 use super::super::geometry;
 use super::super::sample::{Param, Sample};
@@ -85,7 +85,10 @@ impl Domain<'_> {
 
     /// On a sample every constraint admits (its values possible), the first output whose
     /// `broadcast` or `reduce` rule is undefined (shapes that do not broadcast, axes that are
-    /// not distinct axes of the input): the constraints admit what the shape rule cannot shape.
+    /// not distinct axes of the input), or whose `from_params` dims cannot be computed (a
+    /// division by a field of 0, the dims of an absent optional input): the constraints admit
+    /// what the shape rule cannot shape. (A computed dim below 1 is a window that does not
+    /// fit: the rule says the sample has no output, which is not this.)
     pub fn undefined_shape(&self, sample: &Sample, dtype: DType) -> Option<usize> {
         let bindings = self.bindings(sample, dtype);
         if self.broken_constraint(sample, &bindings) != Some(None)
@@ -94,10 +97,36 @@ impl Domain<'_> {
         {
             return None;
         }
-        self.contract.outputs.iter().position(|output| {
-            let shapes_itself = output.shape.as_ref().is_some_and(ShapeRule::is_partial);
-            shapes_itself && self.outputs_of(sample, &bindings, output).is_none()
-        })
+        self.contract
+            .outputs
+            .iter()
+            .position(|output| match &output.shape {
+                Some(ShapeRule::FromParams(dims)) => dims.iter().any(|(_, e)| {
+                    expr::eval(e, &bindings)
+                        .ok()
+                        .and_then(|v| v.as_int())
+                        .is_none()
+                }),
+                Some(rule) => {
+                    rule.is_partial() && self.outputs_of(sample, &bindings, output).is_none()
+                }
+                None => false,
+            })
+    }
+
+    /// On a sample every constraint admits (its values possible) and every rule can be computed
+    /// on, the first output the rule gives a computed dim below 1 (a window that does not fit):
+    /// the contract says the kernel has no output there, so it must refuse the sample.
+    pub fn unshaped(&self, sample: &Sample, dtype: DType) -> Option<usize> {
+        let bindings = self.bindings(sample, dtype);
+        if self.broken_constraint(sample, &bindings) != Some(None)
+            || !self.values_possible(sample, &bindings)
+            || self.undefined_shape(sample, dtype).is_some()
+        {
+            return None;
+        }
+        (self.contract.outputs.iter())
+            .position(|output| self.outputs_of(sample, &bindings, output).is_none())
     }
 
     /// Whether every output whose shape rule is undefined on `sample` has a `broadcast` or

@@ -78,6 +78,12 @@ const MUTANTS: &[(&str, Mutant)] = &[
     // found by the ninth round too, missed then (caught since each float parameter is also
     // tried at 1/6 in its own type, where integer sums times it land on halves)
     ("qmatmul", Mutant::QmatmulRequantizeF64),
+    // found by a tenth red-team round (2026-12-07), missed by the gate then (caught since a
+    // transposed view, dense from offset 0, is among the strided views)
+    ("mul", Mutant::PackDenseAsStored),
+    // found by the tenth round too, missed then (caught since an exact zero's sign is held
+    // under an error bound as well)
+    ("gelu", Mutant::GeluZeroShortcut),
     // the ninth round's miss (quieting a signalling NaN), caught since the special values
     // carry signalling NaNs built from bits and copies claim `nan_bits: preserve`
     ("embedding", Mutant::EmbeddingRowsThroughF64),
@@ -134,7 +140,7 @@ macro_rules! common_mutant_registry {
 
 common_mutant_registry!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39
+    26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41
 );
 
 /// The dtype suffix of the entry point a contract names.
@@ -449,6 +455,41 @@ const LIES: &[(&str, &str, usize, &str, &str)] = &[
         0,
         "\"prod(x.dim)\"",
         "FKC0407",
+    ),
+    // from a tenth red-team round (2026-12-07), each passed then: a constraint dropped whose
+    // samples the rule cannot shape (a division by a stride of 0) was passed over, a shape rule
+    // that comes out empty without the optional inputs was taken to rule the sample out, and
+    // `kernel_size > 0` dropped was met only at some seeds (a padding bounded by the window)
+    (
+        "avg_pool2d",
+        "constraint: \"stride > 0\"",
+        0,
+        "note: \"any\"",
+        "FKC0401",
+    ),
+    (
+        "layer_norm",
+        "D=x.dim[1])",
+        0,
+        "D=max(weight.dim[0], bias.dim[0]))",
+        "FKC0403",
+    ),
+    (
+        "layer_norm",
+        "D=x.dim[1])",
+        0,
+        "D=x.dim[1] * min(prod(weight.dim) + prod(bias.dim), 1))",
+        "FKC0403",
+    ),
+    ("avg_pool2d", "\"kernel_size > 0 && ", 0, "\"", "FKC0401"),
+    // and `independent_of` naming a boolean field, listed unchecked then (only integer fields
+    // were run again, at 1; now each kind at another value)
+    (
+        "matmul",
+        "determinism: same_hardware_bitwise",
+        0,
+        "  independent_of: [transpose_b]\ndeterminism: same_hardware_bitwise",
+        "FKC0418",
     ),
 ];
 
