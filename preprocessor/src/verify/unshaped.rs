@@ -1,6 +1,6 @@
 //! Samples the constraints admit but the shape rules give no output (a computed dim below 1: a
 //! window that does not fit): the contract says the kernel has nothing to return there, so it
-//! must refuse them. A rule that comes out empty where the kernel returns a tensor — `D` made
+//! must refuse them (or return an empty tensor). A rule that comes out empty where the kernel returns a tensor — `D` made
 //! 0 when the optional inputs are absent — is caught here; such samples are otherwise passed
 //! over as outside the contract.
 
@@ -43,6 +43,10 @@ impl Gate<'_> {
         let (Some(raw), Some(got)) = (self.raw.outputs.get(output), outputs.get(output)) else {
             return true;
         };
+        // An empty output (a dim of 0, as a window count of 0 gives it) is no output either.
+        if got.shape().contains(&0) {
+            return true;
+        }
         let Some(rule) = raw.shape_rule.clone() else {
             return true;
         };
