@@ -1,8 +1,8 @@
 //! Samples the constraints admit but the shape rules give no output (a computed dim below 1: a
 //! window that does not fit): the contract says the kernel has nothing to return there, so it
-//! must refuse them (or return an empty tensor). A rule that comes out empty where the kernel returns a tensor — `D` made
-//! 0 when the optional inputs are absent — is caught here; such samples are otherwise passed
-//! over as outside the contract.
+//! must refuse them (or return an empty tensor). A rule that comes out empty where the kernel
+//! returns a tensor — `D` made 0 when the optional inputs are absent — is caught here; such
+//! samples are otherwise passed over as outside the contract.
 
 use super::Gate;
 use super::fill::Fill;

@@ -93,8 +93,15 @@ impl Domain<'_> {
         let bindings = self.bindings(sample, dtype);
         if self.broken_constraint(sample, &bindings) != Some(None)
             || !self.values_possible(sample, &bindings)
-            || self.outputs(sample, &bindings).is_some()
         {
+            return None;
+        }
+        self.undefined_with(sample, &bindings)
+    }
+
+    /// [`Domain::undefined_shape`] on a sample already known admitted, with its bindings.
+    fn undefined_with(&self, sample: &Sample, bindings: &Bindings) -> Option<usize> {
+        if self.outputs(sample, bindings).is_some() {
             return None;
         }
         self.contract
@@ -102,13 +109,13 @@ impl Domain<'_> {
             .iter()
             .position(|output| match &output.shape {
                 Some(ShapeRule::FromParams(dims)) => dims.iter().any(|(_, e)| {
-                    expr::eval(e, &bindings)
+                    expr::eval(e, bindings)
                         .ok()
                         .and_then(|v| v.as_int())
                         .is_none()
                 }),
                 Some(rule) => {
-                    rule.is_partial() && self.outputs_of(sample, &bindings, output).is_none()
+                    rule.is_partial() && self.outputs_of(sample, bindings, output).is_none()
                 }
                 None => false,
             })
@@ -121,7 +128,7 @@ impl Domain<'_> {
         let bindings = self.bindings(sample, dtype);
         if self.broken_constraint(sample, &bindings) != Some(None)
             || !self.values_possible(sample, &bindings)
-            || self.undefined_shape(sample, dtype).is_some()
+            || self.undefined_with(sample, &bindings).is_some()
         {
             return None;
         }
